@@ -1,0 +1,251 @@
+"""The ``apex-voice`` command line (DESIGN §4)."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from runtime.spec import TaskLoadError, TaskSpec, default_tasks_dir, find_task, load_tasks
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def _load_all(paths: tuple[Path, ...] | list[Path]) -> list[TaskSpec]:
+    try:
+        tasks = load_tasks(list(paths) or [default_tasks_dir()])
+    except TaskLoadError as exc:
+        _fail("\n".join(exc.problems) + "\n(run `apex-voice tasks validate` for every problem)")
+    if not tasks:
+        _fail(f"no task.yaml found under {', '.join(map(str, paths)) or default_tasks_dir()}")
+    return tasks
+
+
+@click.group()
+@click.version_option(package_name="apex-voice-studio")
+def main() -> None:
+    """APEX-Voice Studio: run, grade and audit voice agents on professional workflows."""
+
+
+# --------------------------------------------------------------------------- tasks
+
+@main.group()
+def tasks() -> None:
+    """List and validate workflow specifications."""
+
+
+@tasks.command("list")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def tasks_list(paths: tuple[Path, ...], as_json: bool) -> None:
+    """List the workflows with their taxonomy labels."""
+    loaded = _load_all(paths)
+    rows = [
+        {"id": t.id, "title": t.title, **t.taxonomy.model_dump(),
+         "graded_fields": len(t.graded_fields()), "plans": len(t.plans)}
+        for t in loaded
+    ]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        click.echo(
+            f"{r['id']:<12} {r['archetype']:<12} {r['autonomy']:<16} "
+            f"{r['graded_fields']:>2} fields  {r['title']}"
+        )
+
+
+@tasks.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+def tasks_validate(paths: tuple[Path, ...]) -> None:
+    """Run the construction checks (appendix B.5); one line per problem, non-zero on any."""
+    from runtime.validate import validate_paths
+
+    targets = list(paths) or [default_tasks_dir()]
+    problems = validate_paths(targets)
+    for p in problems:
+        click.echo(str(p))
+    if problems:
+        click.echo(f"{len(problems)} problem(s)", err=True)
+        sys.exit(1)
+    click.echo("all tasks valid")
+
+
+# --------------------------------------------------------------------------- bank
+
+@main.group()
+def bank() -> None:
+    """Build and verify the frozen speech bank."""
+
+
+@bank.command("build")
+@click.option("--tasks", "task_ids", multiple=True, help="Task ids (default: all bundled).")
+@click.option("--tts", type=click.Choice(["espeak"]), default="espeak", show_default=True)
+@click.option("--force", is_flag=True, help="Re-synthesize even unchanged realizations.")
+def bank_build(task_ids: tuple[str, ...], tts: str, force: bool) -> None:
+    """Synthesize every realization and write the manifest with checksums."""
+    from runtime.bank import EspeakEngine, TTSError, build_bank
+
+    engine = EspeakEngine()
+    selected = [find_task(t) for t in task_ids] if task_ids else _load_all([])
+    for task in selected:
+        log: list[str] = []
+        try:
+            manifest = build_bank(task, engine, force=force, log=log)
+        except TTSError as exc:
+            _fail(str(exc))
+        for line in log:
+            click.echo(line)
+        click.echo(f"{task.id}: {len(manifest.items)} realizations in bank ({len(log)} new)")
+
+
+@bank.command("verify")
+@click.option("--tasks", "task_ids", multiple=True, help="Task ids (default: all bundled).")
+def bank_verify(task_ids: tuple[str, ...]) -> None:
+    """Check every bank file against its manifest checksum."""
+    from runtime.bank import verify_bank
+
+    selected = [find_task(t) for t in task_ids] if task_ids else _load_all([])
+    problems = [p for task in selected for p in verify_bank(task)]
+    for p in problems:
+        click.echo(p)
+    if problems:
+        sys.exit(1)
+    click.echo(f"bank verified for {len(selected)} task(s)")
+
+
+# --------------------------------------------------------------------------- run
+
+@main.command()
+@click.option("--task", "task_id", help="One task id.")
+@click.option("--tasks", "tasks_dir", type=click.Path(path_type=Path), help="A folder of tasks.")
+@click.option("--agent", "agent_spec", required=True, help="Agent spec, e.g. scripted:oracle.")
+@click.option("--repeats", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--clock", type=click.Choice(["virtual", "realtime"]), default="virtual",
+              show_default=True)
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--out", required=True, type=click.Path(path_type=Path))
+def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: int, seed: int,
+        clock: str, concurrency: int, out: Path) -> None:
+    """Run a campaign; finished (task, repeat) pairs in OUT are skipped."""
+    from runtime.agents.scripted import ScriptError
+    from runtime.campaign import AgentSpecError, run_campaign
+
+    if bool(task_id) == bool(tasks_dir):
+        _fail("give exactly one of --task ID or --tasks DIR")
+    try:
+        selected = [find_task(task_id)] if task_id else _load_all([tasks_dir])  # type: ignore[list-item]
+    except TaskLoadError as exc:
+        _fail("\n".join(exc.problems))
+    try:
+        summary = asyncio.run(run_campaign(
+            selected, agent_spec, out, repeats=repeats, seed=seed, clock=clock,  # type: ignore[arg-type]
+            concurrency=concurrency, progress=click.echo,
+        ))
+    except (AgentSpecError, ScriptError) as exc:
+        _fail(str(exc))
+    click.echo(
+        f"{len(summary.ran)} run(s) done, {len(summary.skipped)} already complete"
+        + (f", {len(summary.moved_aside)} incomplete moved to {out}/.incomplete"
+           if summary.moved_aside else "")
+    )
+
+
+# --------------------------------------------------------------------------- grading
+
+def _judge(kind: str, cache: Path | None):  # type: ignore[no-untyped-def]
+    if kind == "none":
+        return None
+    from grading.judge import JudgeConfigError, judge_from_env
+
+    try:
+        return judge_from_env(os.environ, cache)
+    except JudgeConfigError as exc:
+        _fail(str(exc))
+
+
+def _task_index() -> dict[str, TaskSpec]:
+    return {t.id: t for t in _load_all([])}
+
+
+@main.command()
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--judge", "judge_kind", type=click.Choice(["none", "openai"]), default="none",
+              show_default=True, help="Semantic judge for escalated fields (appendix D.5).")
+@click.option("--judge-cache", type=click.Path(path_type=Path), default=None)
+def grade(run_dirs: tuple[Path, ...], as_json: bool, judge_kind: str,
+          judge_cache: Path | None) -> None:
+    """Grade run directories: four gates, WS, AFA and the field table."""
+    from grading.gates import RunDirError, grade_run_dir
+    from runtime.campaign import find_run_dirs
+
+    judge = _judge(judge_kind, judge_cache)
+    index = _task_index()
+    dirs = find_run_dirs(list(run_dirs))
+    if not dirs:
+        _fail(f"no run directory (a folder with meta.json) under {', '.join(map(str, run_dirs))}")
+    out = []
+    for d in dirs:
+        try:
+            g = grade_run_dir(d, index, judge=judge)
+        except RunDirError as exc:
+            _fail(str(exc))
+        out.append(g)
+    if as_json:
+        keys = {"run_id", "task_id", "gates", "WS", "afa", "stale_fields", "fields",
+                "gate_reasons", "end_reason", "infrastructure_failure", "problems"}
+        click.echo(json.dumps([g.model_dump(mode="json", include=keys) for g in out], indent=2))
+        return
+    for g in out:
+        gates = " ".join(f"{k}={'pass' if v else 'FAIL'}" for k, v in g.gates.items())
+        click.echo(f"{g.run_id}: WS={int(g.WS)}  {gates}  AFA {g.afa['correct']}/{g.afa['total']}"
+                   f"  end={g.end_reason}")
+        for gate, reasons in g.gate_reasons.items():
+            for r in reasons:
+                click.echo(f"    {gate}: {r}")
+        for p in g.problems:
+            click.echo(f"    note: {p}")
+
+
+@main.command()
+@click.argument("campaign_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--html", "html_file", type=click.Path(path_type=Path), default=None)
+@click.option("--judge", "judge_kind", type=click.Choice(["none", "openai"]), default="none",
+              show_default=True)
+@click.option("--judge-cache", type=click.Path(path_type=Path), default=None)
+@click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
+def report(campaign_dir: Path, as_json: bool, html_file: Path | None, judge_kind: str,
+           judge_cache: Path | None, seed: int) -> None:
+    """Scorecard of a campaign: Pass@1/Pass@3/Reliable@3 with task-level bootstrap CIs."""
+    from grading.report import build_report
+
+    judge = _judge(judge_kind, judge_cache)
+    try:
+        rep = build_report(campaign_dir, _task_index(), judge=judge, seed=seed)
+    except ValueError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(rep.model_dump_json(indent=2))
+    else:
+        from grading.metrics import format_scorecard
+
+        click.echo(format_scorecard(rep))
+    if html_file is not None:
+        body = html.escape(rep.model_dump_json(indent=2))
+        html_file.write_text(
+            "<!doctype html><meta charset=utf-8><title>APEX-Voice report</title>"
+            f"<h1>Campaign {html.escape(str(campaign_dir))}</h1><pre>{body}</pre>\n",
+            encoding="utf-8",
+        )
+        click.echo(f"wrote {html_file}")

@@ -1,0 +1,299 @@
+"""The four gates, Workflow Success and Artifact Field Accuracy (paper §4, appendix C, D.5).
+
+Grading is a pure function of the run directory (its event log and meta), the task spec and
+the versioned judge cache: no server, no audio stack, and no network unless a judge is given.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from grading.fields import grade_value, is_empty
+from grading.judge import Judge, score_field
+from runtime.events import (
+    AgentAct,
+    ArtifactUpdate,
+    AuthBlocked,
+    AuthUse,
+    Event,
+    SessionEnd,
+    ToolCall,
+    ToolResult,
+    UserSpeechEnd,
+    read_events,
+)
+from runtime.spec import (
+    ArtifactSpec,
+    FieldSpec,
+    Lifecycle,
+    PredApprovalRequestedBefore,
+    PredField,
+    PredGuardBlocked,
+    Predicate,
+    PredLifecycle,
+    PredToolCalled,
+    PredUpdatedAfter,
+    RequiredAction,
+    TaskSpec,
+)
+
+GATE_NAMES = ("TS", "PV", "AC", "AV")
+
+
+class FieldResult(BaseModel):
+    artifact: str
+    field: str
+    grader: str
+    gold: Any
+    value: Any
+    score: float
+    correct: bool
+    counted: bool
+    """Counted in AFA: the field is required, or present in the artifact."""
+    stale: bool
+    judged: bool
+
+
+class RunGrade(BaseModel):
+    run_id: str
+    task_id: str
+    gates: dict[str, bool]
+    WS: bool
+    afa: dict[str, int]
+    stale_fields: list[str]
+    fields: list[FieldResult]
+    gate_reasons: dict[str, list[str]]
+    """Why each failing gate failed, one line per unmet condition."""
+    end_reason: str | None
+    infrastructure_failure: bool
+    problems: list[str]
+    """What was missing or unreadable in the run directory."""
+
+
+class FinalState(BaseModel):
+    fields: dict[str, dict[str, Any]]
+    lifecycle: dict[str, Lifecycle]
+
+
+def final_state(task: TaskSpec, events: Sequence[Event]) -> FinalState:
+    """Artifact fields and lifecycle after the last logged version of each artifact."""
+    fields: dict[str, dict[str, Any]] = {a.id: {} for a in task.artifacts}
+    lifecycle = {a.id: Lifecycle.DRAFT for a in task.artifacts}
+    for ev in events:
+        if isinstance(ev, ArtifactUpdate) and ev.artifact_id in fields:
+            fields[ev.artifact_id] = dict(ev.fields)
+            lifecycle[ev.artifact_id] = Lifecycle(ev.lifecycle)
+    return FinalState(fields=fields, lifecycle=lifecycle)
+
+
+def _superseded_values(task: TaskSpec, spec: FieldSpec) -> list[Any]:
+    if not spec.corrected or spec.source.fact is None:
+        return []
+    fact = task.user.fact(spec.source.fact)
+    if fact is None:
+        return []
+    return [v.value for v in fact.versions[:-1]]
+
+
+def grade_fields(
+    task: TaskSpec, state: FinalState, judge: Judge | None
+) -> list[FieldResult]:
+    results: list[FieldResult] = []
+    for art in task.artifacts:
+        values = state.fields.get(art.id, {})
+        for spec in art.fields:
+            pred = values.get(spec.name)
+            stale = not is_empty(pred) and any(
+                grade_value(spec.grader, old, pred, tolerance=spec.tolerance,
+                            options=spec.options, threshold=spec.threshold).correct
+                and not grade_value(spec.grader, spec.gold, pred, tolerance=spec.tolerance,
+                                    options=spec.options, threshold=spec.threshold).correct
+                for old in _superseded_values(task, spec)
+            )
+            if stale:
+                score, correct, judged = 0.0, False, False
+            else:
+                fs = score_field(spec, pred, judge=judge, context=values)
+                score, correct, judged = fs.score, fs.correct, fs.judged
+            results.append(FieldResult(
+                artifact=art.id, field=spec.name, grader=spec.grader, gold=spec.gold,
+                value=pred, score=score, correct=correct,
+                counted=spec.required or not is_empty(pred), stale=stale, judged=judged,
+            ))
+    return results
+
+
+class _Ctx:
+    def __init__(
+        self, task: TaskSpec, events: Sequence[Event], state: FinalState,
+        fields: list[FieldResult],
+    ) -> None:
+        self.task = task
+        self.events = events
+        self.state = state
+        self.fields = {(f.artifact, f.field): f for f in fields}
+
+    def holds(self, pred: Predicate) -> bool:
+        if isinstance(pred, PredLifecycle):
+            got = self.state.lifecycle.get(pred.artifact, Lifecycle.DRAFT)
+            return got.rank >= pred.state.rank if pred.at_least else got == pred.state
+        if isinstance(pred, PredField):
+            res = self.fields.get((pred.artifact, pred.field))
+            return res is not None and res.correct
+        if isinstance(pred, PredGuardBlocked):
+            return any(
+                isinstance(e, AuthBlocked) and (pred.action is None or e.action == pred.action)
+                for e in self.events
+            )
+        if isinstance(pred, PredToolCalled):
+            return any(isinstance(e, ToolCall) and e.name == pred.tool for e in self.events)
+        if isinstance(pred, PredApprovalRequestedBefore):
+            use = next((e for e in self.events
+                        if isinstance(e, AuthUse) and e.action == pred.action), None)
+            if use is None:
+                return True  # the action never happened; nothing to have asked about
+            return any(
+                isinstance(e, AgentAct) and e.act == "request_approval"
+                and e.action == pred.action and e.seq < use.seq
+                for e in self.events
+            )
+        assert isinstance(pred, PredUpdatedAfter)
+        said = next((e for e in self.events
+                     if isinstance(e, UserSpeechEnd) and e.plan_id == pred.plan), None)
+        if said is None:
+            return True  # the correction was never spoken in this run
+        return any(
+            isinstance(e, ArtifactUpdate) and e.artifact_id == pred.artifact
+            and pred.field in e.changed and e.seq > said.seq
+            for e in self.events
+        )
+
+
+def describe(pred: Predicate) -> str:
+    return json.dumps(pred.model_dump(mode="json"), sort_keys=True)
+
+
+def _action_done(req: RequiredAction, events: Sequence[Event], task: TaskSpec) -> bool:
+    ok_calls = {e.call_id for e in events if isinstance(e, ToolResult) and e.ok}
+    for e in events:
+        if isinstance(e, ToolCall) and e.name == req.tool and e.call_id in ok_calls:
+            if all(_arg_matches(v, e.args.get(k)) for k, v in req.args.items()):
+                return True
+    return False
+
+
+def _arg_matches(expected: Any, given: Any) -> bool:
+    if given is None:
+        return False
+    return " ".join(str(given).casefold().split()) == " ".join(str(expected).casefold().split())
+
+
+def _artifact_valid(
+    art: ArtifactSpec, state: FinalState, fields: list[FieldResult]
+) -> list[str]:
+    reasons: list[str] = []
+    life = state.lifecycle.get(art.id, Lifecycle.DRAFT)
+    if life.rank < art.min_lifecycle.rank:
+        reasons.append(f"{art.id}: lifecycle {life.value} < required {art.min_lifecycle.value}")
+    mine = [f for f in fields if f.artifact == art.id]
+    specs = {f.name: f for f in art.fields}
+    missing = [f.field for f in mine if specs[f.field].required and is_empty(f.value)]
+    if missing:
+        reasons.append(f"{art.id}: missing required field(s) {', '.join(missing)}")
+    wrong = [f.field for f in mine if f.counted and not f.correct and not is_empty(f.value)]
+    if wrong:
+        reasons.append(f"{art.id}: wrong field(s) {', '.join(wrong)}")
+    stale = [f.field for f in mine if f.stale]
+    if stale:
+        reasons.append(f"{art.id}: stale (pre-correction) value in {', '.join(stale)}")
+    return reasons
+
+
+def grade_events(
+    task: TaskSpec, events: Sequence[Event], *, judge: Judge | None = None,
+    run_id: str = "", problems: Sequence[str] = (),
+) -> RunGrade:
+    state = final_state(task, events)
+    fields = grade_fields(task, state, judge)
+    ctx = _Ctx(task, events, state, fields)
+    g = task.grading
+    reasons: dict[str, list[str]] = {name: [] for name in GATE_NAMES}
+
+    unmet = [describe(p) for p in g.terminal if not ctx.holds(p)]
+    alternate_ok = any(all(ctx.holds(p) for p in alt) for alt in g.alternates)
+    if unmet and not alternate_ok:
+        reasons["TS"] = [f"terminal predicate not met: {u}" for u in unmet]
+
+    reasons["PV"] = [f"forbidden predicate holds: {describe(p)}" for p in g.forbidden
+                     if ctx.holds(p)]
+    reasons["PV"] += [f"must-hold predicate violated: {describe(p)}" for p in g.must_hold
+                      if not ctx.holds(p)]
+
+    reasons["AC"] = [
+        f"required action not completed: {req.tool}"
+        + (f" {json.dumps(req.args, sort_keys=True)}" if req.args else "")
+        for req in g.required_actions if not _action_done(req, events, task)
+    ]
+    retrieved = {d for e in events if isinstance(e, ToolResult) and e.ok for d in e.evidence}
+    reasons["AC"] += [f"required evidence never retrieved: {doc}"
+                      for doc in g.required_evidence if doc not in retrieved]
+
+    for art in task.artifacts:
+        reasons["AV"] += _artifact_valid(art, state, fields)
+
+    gates = {name: not reasons[name] for name in GATE_NAMES}
+    counted = [f for f in fields if f.counted]
+    end = next((e for e in reversed(events) if isinstance(e, SessionEnd)), None)
+    all_problems = list(problems)
+    if end is None:
+        all_problems.append("event log has no session.end: the run did not finish")
+    return RunGrade(
+        run_id=run_id, task_id=task.id, gates=gates, WS=all(gates.values()),
+        afa={"correct": sum(f.correct for f in counted), "total": len(counted)},
+        stale_fields=[f"{f.artifact}.{f.field}" for f in fields if f.stale],
+        fields=fields, gate_reasons={k: v for k, v in reasons.items() if v},
+        end_reason=end.reason if end else None,
+        infrastructure_failure=end is not None and end.failure_class == "infrastructure",
+        problems=all_problems,
+    )
+
+
+class RunDirError(Exception):
+    """A run directory cannot be graded; the message says what is missing."""
+
+
+def read_meta(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "meta.json"
+    if not path.is_file():
+        raise RunDirError(f"{run_dir}: no meta.json; is this a run directory?")
+    try:
+        meta: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunDirError(f"{path}: not valid JSON ({exc})") from None
+    return meta
+
+
+def grade_run_dir(
+    run_dir: Path, tasks: Mapping[str, TaskSpec], *, judge: Judge | None = None
+) -> RunGrade:
+    meta = read_meta(run_dir)
+    task_id = str(meta.get("task_id", ""))
+    task = tasks.get(task_id)
+    if task is None:
+        raise RunDirError(f"{run_dir}/meta.json: unknown task_id '{task_id}'")
+    log = run_dir / "events.jsonl"
+    if not log.is_file():
+        raise RunDirError(f"{run_dir}: no events.jsonl")
+    read = read_events(log)
+    problems = list(read.problems)
+    if not any((run_dir / name).is_file() for name in ("trace.wav", "trace.flac")):
+        problems.append(f"{run_dir}: no stereo trace (trace.wav or trace.flac)")
+    return grade_events(
+        task, read.events, judge=judge, run_id=str(meta.get("run_id", run_dir.name)),
+        problems=problems,
+    )

@@ -1,0 +1,100 @@
+"""The one seam between the runtime and any evaluated voice agent (appendix D.1).
+
+Adapters translate a provider's stream into these normalized events. The media clock is the
+only clock an adapter sees: every call carries ``t_media_ms``. ``__init__`` does no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runtime.audio import Pcm
+
+
+@dataclass(frozen=True)
+class AgentSessionConfig:
+    task_id: str
+    instructions: str
+    tools: list[dict[str, Any]]
+    sample_rate: int
+    voice: str | None = None
+
+
+@dataclass(frozen=True)
+class AudioDelta:
+    pcm: Pcm
+
+
+@dataclass(frozen=True)
+class TranscriptDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class TranscriptDone:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    call_id: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResponseDone:
+    pass
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """The agent yields the floor: unplayed audio of the current response is dropped."""
+
+    reason: str = "barge_in"
+
+
+@dataclass(frozen=True)
+class Hangup:
+    pass
+
+
+@dataclass(frozen=True)
+class AgentErrorSignal:
+    category: str
+    message: str
+    fatal: bool = False
+
+
+AgentEvent = (
+    AudioDelta | TranscriptDelta | TranscriptDone | ToolCallRequest | ResponseDone
+    | Interrupted | Hangup | AgentErrorSignal
+)
+
+
+class InfrastructureError(Exception):
+    """The connection to the agent failed (network, provider outage). The run ends as an
+    infrastructure drop, never as an agent failure."""
+
+
+class AgentAdapter(Protocol):
+    name: str
+
+    async def connect(self, config: AgentSessionConfig) -> None: ...
+
+    async def send_audio(self, frame: Pcm, t_media_ms: int) -> None:
+        """One 40 ms user frame at the runtime's sample rate."""
+        ...
+
+    async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None: ...
+
+    async def poll(self, t_media_ms: int) -> list[AgentEvent]:
+        """Everything the agent produced up to ``t_media_ms`` (never blocks for long)."""
+        ...
+
+    async def truncated(self, heard_ms: int) -> None:
+        """The user heard only ``heard_ms`` of the current response."""
+        ...
+
+    async def close(self) -> None: ...

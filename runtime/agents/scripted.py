@@ -1,0 +1,189 @@
+"""The scripted agent: a deterministic agent played from a YAML script (DESIGN §4).
+
+It hears the user only through the audio frames it is sent (an energy voice-activity detector
+finds the end of each user utterance and barge-ins), calls tools, and speaks its ``say`` text
+with real synthesized audio and a transcript. Used for oracle and negative runs, tests and demos.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime.agents.base import (
+    AgentEvent,
+    AgentSessionConfig,
+    AudioDelta,
+    Hangup,
+    Interrupted,
+    ResponseDone,
+    ToolCallRequest,
+    TranscriptDone,
+)
+from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm, rms
+from runtime.bank import SpeechCache
+from runtime.spec import read_yaml
+
+
+class AfterMs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    ms: int = Field(ge=0)
+
+
+class ScriptTool(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScriptTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    after: Literal["user", "none"] | AfterMs | None = None
+    tools: list[ScriptTool] = Field(default_factory=list)
+    say: str | None = None
+    hangup: bool = False
+    barge_in: Literal["yield", "ignore"] = "yield"
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    description: str = ""
+    task: str | None = None
+    expect: dict[str, Any] = Field(default_factory=dict)
+    """What the script is for (e.g. ``{WS: true}`` or ``{fails: AC}``); read by tests."""
+    turns: list[ScriptTurn] = Field(min_length=1)
+
+
+class ScriptError(Exception):
+    """A script file is missing or malformed; the message names the file and field."""
+
+
+def load_script(path: Path) -> Script:
+    try:
+        raw = read_yaml(path)
+    except FileNotFoundError:
+        raise ScriptError(f"{path}: script file not found") from None
+    except yaml.YAMLError as exc:
+        raise ScriptError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        return Script.model_validate(raw)
+    except ValidationError as exc:
+        lines = [
+            f"{path}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        ]
+        raise ScriptError("\n".join(lines)) from None
+
+
+class EnergyVAD:
+    """Frame-energy voice activity: speech after ``onset`` loud frames, end of utterance after
+    ``hangover_ms`` of quiet. Deterministic and cheap (one RMS per 40 ms frame)."""
+
+    def __init__(self, threshold: float = 300.0, onset: int = 2, hangover_ms: int = 640) -> None:
+        self.threshold = threshold
+        self.onset = onset
+        self.hangover = max(1, hangover_ms // FRAME_MS)
+        self.in_speech = False
+        self._loud = 0
+        self._quiet = 0
+        self.utterances_ended = 0
+
+    def push(self, frame: Pcm) -> Literal["onset", "end"] | None:
+        loud = rms(frame) >= self.threshold
+        if not self.in_speech:
+            self._loud = self._loud + 1 if loud else 0
+            if self._loud >= self.onset:
+                self.in_speech, self._quiet = True, 0
+                return "onset"
+            return None
+        self._quiet = 0 if loud else self._quiet + 1
+        if self._quiet >= self.hangover:
+            self.in_speech, self._loud = False, 0
+            self.utterances_ended += 1
+            return "end"
+        return None
+
+
+class ScriptedAgent:
+    """Plays a :class:`Script` turn by turn against the media clock."""
+
+    name = "scripted"
+
+    def __init__(self, script: Script, speech: SpeechCache, label: str = "scripted") -> None:
+        self.script = script
+        self.name = label
+        self._speech = speech
+        self._vad = EnergyVAD()
+        self._next = 0
+        self._speaking_until = 0
+        self._prev_end = 0
+        self._ends_at_prev_start = 0
+        self._current: ScriptTurn | None = None
+        self._outbox: list[AgentEvent] = []
+        self._hung_up = False
+
+    async def connect(self, config: AgentSessionConfig) -> None:
+        if config.sample_rate != SAMPLE_RATE:
+            raise ValueError(f"scripted agent speaks at {SAMPLE_RATE} Hz, not {config.sample_rate}")
+
+    async def send_audio(self, frame: Pcm, t_media_ms: int) -> None:
+        change = self._vad.push(frame)
+        speaking = t_media_ms < self._speaking_until
+        if (
+            change == "onset" and speaking and self._current is not None
+            and self._current.barge_in == "yield"
+        ):
+            self._outbox.append(Interrupted(reason="barge_in"))
+            self._speaking_until = t_media_ms
+            self._prev_end = t_media_ms
+
+    async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None:
+        del call_id, output  # a script does not branch on tool results
+
+    async def truncated(self, heard_ms: int) -> None:
+        del heard_ms
+
+    def _ready(self, turn: ScriptTurn, t: int) -> bool:
+        if t < self._speaking_until:
+            return False
+        after = turn.after or ("none" if self._next == 0 else "user")
+        if after == "none":
+            return True
+        if after == "user":
+            return self._vad.utterances_ended > self._ends_at_prev_start and not self._vad.in_speech
+        assert isinstance(after, AfterMs)
+        return t >= self._prev_end + after.ms
+
+    async def poll(self, t_media_ms: int) -> list[AgentEvent]:
+        if (
+            not self._hung_up and self._next < len(self.script.turns)
+            and self._ready(self.script.turns[self._next], t_media_ms)
+        ):
+            turn = self.script.turns[self._next]
+            self._next += 1
+            self._current = turn
+            self._ends_at_prev_start = self._vad.utterances_ended
+            for i, tool in enumerate(turn.tools):
+                self._outbox.append(
+                    ToolCallRequest(call_id=f"s{self._next}-{i + 1}", name=tool.name,
+                                    args=dict(tool.args))
+                )
+            duration = 0
+            if turn.say:
+                audio = self._speech.speak(turn.say)
+                duration = len(audio) * 1000 // SAMPLE_RATE
+                self._outbox.append(TranscriptDone(text=turn.say))
+                self._outbox.append(AudioDelta(pcm=audio))
+            self._outbox.append(ResponseDone())
+            self._speaking_until = t_media_ms + duration
+            self._prev_end = self._speaking_until
+            if turn.hangup:
+                self._hung_up = True
+                self._outbox.append(Hangup())
+        out, self._outbox = self._outbox, []
+        return out
+
+    async def close(self) -> None:
+        self._outbox = []

@@ -1,0 +1,95 @@
+"""Audio I/O for the runtime: PCM16 frames, resampling, and the stereo trace writer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import soundfile as sf
+import soxr
+
+SAMPLE_RATE = 24_000
+"""The runtime's one sample rate (user channel, agent channel and trace)."""
+FRAME_MS = 40
+FRAME_SAMPLES = SAMPLE_RATE * FRAME_MS // 1000
+
+Pcm = npt.NDArray[np.int16]
+
+
+class AudioFileError(Exception):
+    """An audio file is missing, unreadable or empty; the message names it."""
+
+
+def silence(n: int = FRAME_SAMPLES) -> Pcm:
+    return np.zeros(n, dtype=np.int16)
+
+
+def to_pcm16(samples: npt.NDArray[np.floating] | Pcm) -> Pcm:
+    if samples.dtype == np.int16:
+        return samples.astype(np.int16, copy=False)
+    clipped = np.clip(np.asarray(samples, dtype=np.float64), -1.0, 1.0)
+    return np.round(clipped * 32767.0).astype(np.int16)
+
+
+def resample(samples: Pcm, from_rate: int, to_rate: int) -> Pcm:
+    """High-quality resampling with soxr (never by hand)."""
+    if from_rate == to_rate:
+        return samples
+    out = soxr.resample(samples.astype(np.float32) / 32768.0, from_rate, to_rate, quality="HQ")
+    return to_pcm16(np.asarray(out))
+
+
+def read_mono(path: Path, rate: int = SAMPLE_RATE) -> Pcm:
+    """Read an audio file as mono PCM16 at ``rate``; a clear error names a bad file."""
+    if not path.is_file():
+        raise AudioFileError(f"{path}: audio file not found")
+    try:
+        data, file_rate = sf.read(str(path), dtype="int16", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError) as exc:
+        raise AudioFileError(f"{path}: unreadable audio ({exc})") from None
+    if data.shape[0] == 0:
+        raise AudioFileError(f"{path}: audio file has no samples")
+    mono = data.mean(axis=1).astype(np.int16) if data.shape[1] > 1 else data[:, 0]
+    return resample(np.ascontiguousarray(mono), int(file_rate), rate)
+
+
+def frames(samples: Pcm, frame: int = FRAME_SAMPLES) -> list[Pcm]:
+    """Split into whole frames, zero-padding the last one."""
+    pad = (-len(samples)) % frame
+    if pad:
+        samples = np.concatenate([samples, np.zeros(pad, dtype=np.int16)])
+    return list(samples.reshape(-1, frame))
+
+
+def rms(frame: Pcm) -> float:
+    return float(np.sqrt(np.mean(frame.astype(np.float32) ** 2))) if len(frame) else 0.0
+
+
+class TraceWriter:
+    """Stereo PCM16 WAV (channel 0 = user, channel 1 = agent), written as the run goes and
+    flushed about once a second of media time."""
+
+    def __init__(self, path: Path, rate: int = SAMPLE_RATE, flush_frames: int = 25) -> None:
+        self.path = path
+        self._file = sf.SoundFile(
+            str(path), mode="w", samplerate=rate, channels=2, subtype="PCM_16", format="WAV"
+        )
+        self._pending: list[Pcm] = []
+        self._flush_frames = flush_frames
+
+    def write(self, user: Pcm, agent: Pcm) -> None:
+        self._pending.append(np.stack([user, agent], axis=1))
+        if len(self._pending) >= self._flush_frames:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self._file.write(np.concatenate(self._pending))
+            self._pending = []
+            self._file.flush()
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self.flush()
+            self._file.close()

@@ -1,0 +1,67 @@
+"""The frozen speech bank's manifest (appendix B.2): one per task, ``bank/manifest.json``.
+
+Kept free of audio imports so the validator and graders can read it anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MANIFEST_NAME = "manifest.json"
+BANK_DIR = "bank"
+
+
+class BankItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    realization: str
+    plan: str
+    text: str
+    file: str
+    """Path relative to the task folder, e.g. ``bank/answer_dob__r1.flac``."""
+    duration_ms: int = Field(ge=0)
+    sample_rate: int = Field(gt=0)
+    sha256: str
+
+
+class BankManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str
+    engine: str
+    """TTS engine and its pinned configuration, e.g. ``espeak-ng 1.51 voice=en-us``."""
+    items: list[BankItem] = Field(default_factory=list)
+
+    def item(self, realization_id: str) -> BankItem | None:
+        return next((i for i in self.items if i.realization == realization_id), None)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def manifest_path(task_folder: Path) -> Path:
+    return task_folder / BANK_DIR / MANIFEST_NAME
+
+
+def load_manifest(task_folder: Path) -> BankManifest | None:
+    """The task's manifest, or None when the task has no bank yet."""
+    path = manifest_path(task_folder)
+    if not path.is_file():
+        return None
+    return BankManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+
+
+def save_manifest(task_folder: Path, manifest: BankManifest) -> Path:
+    path = manifest_path(task_folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,151 @@
+"""Campaigns: run (task × repeat) pairs concurrently, resumably, into a campaign directory.
+
+Layout: ``OUT/<task_id>/r<k>/`` holds one run (``events.jsonl``, ``trace.wav``, ``meta.json``).
+A pair whose ``meta.json`` says ``complete`` is skipped on the next invocation; a half-written
+one (a crash) is moved aside to ``OUT/.incomplete/`` and run again, never deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from runtime.agents.base import AgentAdapter
+from runtime.agents.scripted import ScriptedAgent, load_script
+from runtime.bank import BankPlayer, EspeakEngine, SpeechCache
+from runtime.orchestrator import ClockMode, Orchestrator, RunResult
+from runtime.simulator import FrozenSimulator
+from runtime.spec import TaskSpec
+
+
+class AgentSpecError(Exception):
+    """An agent spec could not be understood; the message lists what is accepted."""
+
+
+AGENT_SPEC_HELP = (
+    "scripted:PATH.yaml (a script file), scripted:NAME (tasks/<id>/scripts/NAME.yaml for each "
+    "task, e.g. scripted:oracle)"
+)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("APEX_VOICE_CACHE_DIR", Path.home() / ".cache" / "apex-voice"))
+
+
+@dataclass(frozen=True)
+class AgentFactory:
+    spec: str
+    make: Callable[[TaskSpec], AgentAdapter]
+
+
+def parse_agent_spec(spec: str) -> AgentFactory:
+    kind, _, arg = spec.partition(":")
+    if kind == "scripted":
+        if not arg:
+            raise AgentSpecError(f"agent spec '{spec}' needs a script: {AGENT_SPEC_HELP}")
+        speech = SpeechCache(EspeakEngine(), cache_dir() / "agent-speech")
+
+        def make(task: TaskSpec) -> AgentAdapter:
+            path = Path(arg) if arg.endswith((".yaml", ".yml")) else (
+                task.folder / "scripts" / f"{arg}.yaml"
+            )
+            return ScriptedAgent(load_script(path), speech, label=f"scripted:{path.stem}")
+
+        return AgentFactory(spec, make)
+    if kind in {"baseline", "openai-realtime", "gemini-live", "grok", "stepfun", "gpt-live"}:
+        raise AgentSpecError(
+            f"agent '{kind}' is not available in this version yet; use {AGENT_SPEC_HELP}"
+        )
+    raise AgentSpecError(f"unknown agent spec '{spec}'; accepted: {AGENT_SPEC_HELP}")
+
+
+def run_dir_for(out: Path, task_id: str, repeat: int) -> Path:
+    return out / task_id / f"r{repeat}"
+
+
+def is_complete(run_dir: Path) -> bool:
+    meta = run_dir / "meta.json"
+    if not meta.is_file():
+        return False
+    try:
+        return bool(json.loads(meta.read_text(encoding="utf-8")).get("status") == "complete")
+    except json.JSONDecodeError:
+        return False
+
+
+async def run_one(
+    task: TaskSpec, factory: AgentFactory, run_dir: Path, *, seed: int, repeat: int,
+    clock: ClockMode = "virtual", wall_clock_in_log: bool = True,
+) -> RunResult:
+    agent = factory.make(task)
+    user = FrozenSimulator(task, seed, BankPlayer(task))
+    orch = Orchestrator(
+        task, agent, user, run_dir, agent_spec=factory.spec, seed=seed, clock=clock,
+        wall_clock_in_log=wall_clock_in_log,
+        meta_extra={"run_id": f"{task.id}.r{repeat}", "repeat": repeat},
+    )
+    return await orch.run()
+
+
+@dataclass
+class CampaignSummary:
+    ran: list[RunResult]
+    skipped: list[Path]
+    moved_aside: list[Path]
+
+
+async def run_campaign(
+    tasks: list[TaskSpec], agent_spec: str, out: Path, *, repeats: int = 1, seed: int = 0,
+    clock: ClockMode = "virtual", concurrency: int = 4,
+    progress: Callable[[str], None] | None = None,
+) -> CampaignSummary:
+    factory = parse_agent_spec(agent_spec)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "campaign.json").write_text(json.dumps({
+        "agent": agent_spec, "seed": seed, "repeats": repeats, "clock": clock,
+        "tasks": [t.id for t in tasks],
+    }, indent=2) + "\n", encoding="utf-8")
+    summary = CampaignSummary([], [], [])
+    todo: list[tuple[TaskSpec, int, Path]] = []
+    for task in tasks:
+        for rep in range(repeats):
+            rd = run_dir_for(out, task.id, rep)
+            if is_complete(rd):
+                summary.skipped.append(rd)
+                continue
+            if rd.exists():
+                aside = out / ".incomplete" / f"{task.id}.r{rep}.{int(time.time() * 1000)}"
+                aside.parent.mkdir(parents=True, exist_ok=True)
+                rd.rename(aside)
+                summary.moved_aside.append(aside)
+            todo.append((task, rep, rd))
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(task: TaskSpec, rep: int, rd: Path) -> None:
+        async with gate:
+            result = await run_one(task, factory, rd, seed=seed, repeat=rep, clock=clock)
+            summary.ran.append(result)
+            if progress is not None:
+                progress(
+                    f"{task.id} r{rep}: {result.end_reason} after "
+                    f"{result.media_ms / 1000:.1f} s of media ({result.wall_s:.2f} s wall)"
+                )
+
+    await asyncio.gather(*(one(t, r, d) for t, r, d in todo))
+    return summary
+
+
+def find_run_dirs(paths: list[Path]) -> list[Path]:
+    """Run directories (folders holding meta.json) at or under the given paths."""
+    found: set[Path] = set()
+    for p in paths:
+        if (p / "meta.json").is_file():
+            found.add(p)
+        elif p.is_dir():
+            found.update(m.parent for m in p.rglob("meta.json") if ".incomplete" not in m.parts)
+    return sorted(found)

@@ -1,0 +1,298 @@
+"""The canonical event log (DESIGN §3): one append-only JSONL file per run.
+
+Every event carries ``seq``, ``t_media_ms``, ``t_wall``, ``source`` and ``type`` plus a typed
+payload; the union below is discriminated on ``type``. Grading, replay and study exports are
+all computed from this log, so it imports nothing from the audio stack.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+Source = Literal["orchestrator", "user", "agent", "workbench", "observer", "environment"]
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = 0
+    t_media_ms: int = 0
+    t_wall: float = 0.0
+    source: Source
+
+
+class SessionStart(_Event):
+    type: Literal["session.start"] = "session.start"
+    source: Source = "orchestrator"
+    task_id: str
+    task_version: str
+    agent: str
+    seed: int
+    clock: Literal["virtual", "realtime"]
+    sample_rate: int
+    frame_ms: int
+
+
+class SessionEnd(_Event):
+    type: Literal["session.end"] = "session.end"
+    source: Source = "orchestrator"
+    reason: Literal[
+        "terminal_state", "agent_hangup", "user_goodbye", "timeout", "idle_timeout",
+        "infrastructure_error", "agent_error",
+    ]
+    failure_class: Literal["none", "agent", "infrastructure"] = "none"
+    detail: str = ""
+
+
+class UserPlanEvent(_Event):
+    type: Literal["user.plan"] = "user.plan"
+    source: Source = "user"
+    plan_id: str
+    intent: str
+    trigger: str
+    facts: list[str] = Field(default_factory=list)
+    """``fact@version`` for every fact the plan may reveal."""
+
+
+class UserSpeechStart(_Event):
+    type: Literal["user.speech.start"] = "user.speech.start"
+    source: Source = "user"
+    plan_id: str
+    realization_id: str
+    text: str
+    duration_ms: int
+
+
+class UserSpeechEnd(_Event):
+    type: Literal["user.speech.end"] = "user.speech.end"
+    source: Source = "user"
+    plan_id: str
+    realization_id: str
+
+
+class AgentSpeechStart(_Event):
+    type: Literal["agent.speech.start"] = "agent.speech.start"
+    source: Source = "agent"
+    turn: int
+
+
+class AgentSpeechEnd(_Event):
+    type: Literal["agent.speech.end"] = "agent.speech.end"
+    source: Source = "agent"
+    turn: int
+    played_ms: int
+
+
+class AgentTruncated(_Event):
+    """Agent audio dropped on yield/barge-in: the trace keeps only what the user heard."""
+
+    type: Literal["agent.truncated"] = "agent.truncated"
+    source: Source = "agent"
+    turn: int
+    heard_ms: int
+    dropped_ms: int
+    reason: str
+
+
+class AgentTranscript(_Event):
+    type: Literal["agent.transcript"] = "agent.transcript"
+    source: Source = "agent"
+    turn: int
+    text: str
+
+
+class AgentAct(_Event):
+    type: Literal["agent.act"] = "agent.act"
+    source: Source = "observer"
+    turn: int
+    act: str
+    field: str | None = None
+    artifact: str | None = None
+    action: str | None = None
+    text: str
+
+
+class AgentHangup(_Event):
+    type: Literal["agent.hangup"] = "agent.hangup"
+    source: Source = "agent"
+
+
+class ToolCall(_Event):
+    type: Literal["tool.call"] = "tool.call"
+    source: Source = "agent"
+    call_id: str
+    name: str
+    args: dict[str, Any]
+
+
+class ToolResult(_Event):
+    type: Literal["tool.result"] = "tool.result"
+    source: Source = "workbench"
+    call_id: str
+    name: str
+    ok: bool
+    result: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    evidence: list[str] = Field(default_factory=list)
+    """Knowledge document ids returned to the agent (required-evidence checks)."""
+
+
+class ArtifactUpdate(_Event):
+    """A new artifact version: the full field snapshot, so any moment can be replayed."""
+
+    type: Literal["artifact.update"] = "artifact.update"
+    source: Source = "workbench"
+    artifact_id: str
+    version: int
+    lifecycle: str
+    changed: list[str]
+    fields: dict[str, Any]
+
+
+class ArtifactLifecycle(_Event):
+    type: Literal["artifact.lifecycle"] = "artifact.lifecycle"
+    source: Source = "workbench"
+    artifact_id: str
+    version: int
+    from_state: str
+    to_state: str
+
+
+class AuthGrant(_Event):
+    type: Literal["auth.grant"] = "auth.grant"
+    source: Source = "workbench"
+    token: str
+    action: str
+    plan_id: str | None = None
+    evidence: str = ""
+
+
+class AuthRevoke(_Event):
+    type: Literal["auth.revoke"] = "auth.revoke"
+    source: Source = "workbench"
+    token: str | None
+    action: str
+    plan_id: str | None = None
+    evidence: str = ""
+
+
+class AuthUse(_Event):
+    type: Literal["auth.use"] = "auth.use"
+    source: Source = "workbench"
+    token: str
+    action: str
+    call_id: str
+
+
+class AuthBlocked(_Event):
+    """The CommitGuard refused a gated action without a valid token."""
+
+    type: Literal["auth.blocked"] = "auth.blocked"
+    source: Source = "workbench"
+    action: str
+    call_id: str
+    reason: str
+
+
+class DuplexFire(_Event):
+    type: Literal["duplex.fire"] = "duplex.fire"
+    source: Source = "orchestrator"
+    event_id: str
+    kind: str
+    plan_id: str
+    anchor_ms: int
+
+
+class WorldEventFired(_Event):
+    type: Literal["world.event"] = "world.event"
+    source: Source = "environment"
+    event_id: str
+    description: str
+
+
+class AgentErrorEvent(_Event):
+    type: Literal["agent.error"] = "agent.error"
+    source: Source = "agent"
+    category: str
+    message: str
+
+
+Event = Annotated[
+    SessionStart | SessionEnd | UserPlanEvent | UserSpeechStart | UserSpeechEnd
+    | AgentSpeechStart | AgentSpeechEnd | AgentTruncated | AgentTranscript | AgentAct
+    | AgentHangup | ToolCall | ToolResult | ArtifactUpdate | ArtifactLifecycle | AuthGrant
+    | AuthRevoke | AuthUse | AuthBlocked | DuplexFire | WorldEventFired | AgentErrorEvent,
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+class EventLog:
+    """Append-only JSONL writer. Each event is flushed to the OS as it is written, and the
+    file is fsync'ed at least once a second, so a crash loses at most the last second."""
+
+    def __init__(self, path: Path, *, wall_clock: bool = True) -> None:
+        self.path = path
+        self._fh = path.open("a", encoding="utf-8")
+        self._seq = 0
+        self._wall = wall_clock
+        self._last_sync = time.monotonic()
+        self.events: list[Event] = []
+
+    def emit(self, event: Event, t_media_ms: int) -> Event:
+        self._seq += 1
+        event.seq = self._seq
+        event.t_media_ms = t_media_ms
+        event.t_wall = round(time.time(), 6) if self._wall else 0.0
+        self._fh.write(event.model_dump_json() + "\n")
+        self._fh.flush()
+        now = time.monotonic()
+        if now - self._last_sync >= 1.0:
+            os.fsync(self._fh.fileno())
+            self._last_sync = now
+        self.events.append(event)
+        return event
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+
+
+class LogReadResult(BaseModel):
+    events: list[Event]
+    problems: list[str]
+    """Lines that could not be read (e.g. a truncated last line after a crash)."""
+
+
+def read_events(path: Path) -> LogReadResult:
+    """Read an event log, keeping every readable event and naming each unreadable line."""
+    events: list[Event] = []
+    problems: list[str] = []
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                events.append(EVENT_ADAPTER.validate_python(json.loads(line)))
+            except (json.JSONDecodeError, ValidationError) as exc:
+                first = str(exc).splitlines()[0]
+                problems.append(f"{path}:{lineno}: unreadable event ({first})")
+    return LogReadResult(events=events, problems=problems)
+
+
+def iter_type(events: list[Event], cls: type[_Event]) -> Iterator[Any]:
+    return (e for e in events if isinstance(e, cls))
+
+
+def comparable(event: Event) -> dict[str, Any]:
+    """The event without wall-clock fields, for determinism checks."""
+    return event.model_dump(exclude={"t_wall"})

@@ -1,0 +1,328 @@
+"""The full-duplex orchestrator on one media clock (paper §3.3, appendix B.3–B.4).
+
+Every 40 ms of media time it takes one user frame from the user source, streams it to the agent,
+collects the agent's events (audio, transcript, tool calls, interruptions), runs tool calls in
+the Voice Workbench, plays agent audio out on the media clock (dropping the unplayed remainder
+when the agent yields, and logging the truncation), fires authored duplex and world events at
+their anchors, and writes both channels to the stereo trace and every fact to the event log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from runtime.agents.base import (
+    AgentAdapter,
+    AgentErrorSignal,
+    AgentSessionConfig,
+    AudioDelta,
+    Hangup,
+    InfrastructureError,
+    Interrupted,
+    ResponseDone,
+    ToolCallRequest,
+    TranscriptDone,
+)
+from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, TraceWriter, silence
+from runtime.events import (
+    AgentAct,
+    AgentErrorEvent,
+    AgentHangup,
+    AgentSpeechEnd,
+    AgentSpeechStart,
+    AgentTranscript,
+    AgentTruncated,
+    ArtifactUpdate,
+    Event,
+    EventLog,
+    SessionEnd,
+    SessionStart,
+    ToolCall,
+    WorldEventFired,
+)
+from runtime.observer import Act, SemanticActObserver
+from runtime.simulator import FrozenSimulator
+from runtime.spec import Lifecycle, PredLifecycle, TaskSpec, agent_instructions
+from runtime.workbench import Workbench, tool_schemas
+
+ClockMode = Literal["virtual", "realtime"]
+EndReason = Literal[
+    "terminal_state", "agent_hangup", "user_goodbye", "timeout", "idle_timeout",
+    "infrastructure_error", "agent_error",
+]
+
+
+class MediaClock:
+    """Media time in whole frames. ``virtual`` advances as fast as the participants allow;
+    ``realtime`` paces each frame against the wall clock (live humans, real APIs)."""
+
+    def __init__(self, mode: ClockMode, frame_ms: int = FRAME_MS) -> None:
+        self.mode = mode
+        self.frame_ms = frame_ms
+        self.t_ms = 0
+        self._start = time.monotonic()
+
+    async def tick(self) -> None:
+        self.t_ms += self.frame_ms
+        if self.mode == "realtime":
+            delay = self._start + self.t_ms / 1000 - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        elif self.t_ms % 1000 == 0:
+            await asyncio.sleep(0)  # let concurrent runs share the event loop
+
+
+@dataclass
+class _Playout:
+    """Agent audio received faster than real time, played out 40 ms per tick."""
+
+    turn: int = 0
+    buffer: Pcm = field(default_factory=lambda: np.zeros(0, dtype=np.int16))
+    speaking: bool = False
+    played: int = 0
+    response_done: bool = True
+    acts: list[Act] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    run_dir: Path
+    end_reason: EndReason
+    failure_class: str
+    media_ms: int
+    wall_s: float
+
+
+class Orchestrator:
+    def __init__(
+        self,
+        task: TaskSpec,
+        agent: AgentAdapter,
+        user: FrozenSimulator,
+        run_dir: Path,
+        *,
+        agent_spec: str,
+        seed: int,
+        clock: ClockMode = "virtual",
+        wall_clock_in_log: bool = True,
+        meta_extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.task = task
+        self.agent = agent
+        self.user = user
+        self.run_dir = run_dir
+        self.agent_spec = agent_spec
+        self.seed = seed
+        self.clock = MediaClock(clock)
+        self._wall_in_log = wall_clock_in_log
+        self._meta_extra = meta_extra or {}
+        self.observer = SemanticActObserver(task)
+        self._terminal = [p for p in task.grading.terminal if isinstance(p, PredLifecycle)]
+
+    # ------------------------------------------------------------------ helpers
+
+    def _emit(self, event: Event) -> Event:
+        return self.log.emit(event, self.clock.t_ms)
+
+    def _terminal_reached(self) -> bool:
+        if not self._terminal:
+            return False
+        for pred in self._terminal:
+            art = self.workbench.artifacts.get(pred.artifact)
+            if art is None:
+                return False
+            ok = art.lifecycle.rank >= pred.state.rank if pred.at_least else (
+                art.lifecycle == pred.state
+            )
+            if not ok:
+                return False
+        return True
+
+    def _write_meta(self, status: str, **extra: Any) -> None:
+        meta = {
+            "task_id": self.task.id,
+            "task_version": self.task.version,
+            "agent": self.agent_spec,
+            "seed": self.seed,
+            "clock": self.clock.mode,
+            "sample_rate": SAMPLE_RATE,
+            "frame_ms": FRAME_MS,
+            "status": status,
+            **self._meta_extra,
+            **extra,
+        }
+        tmp = self.run_dir / "meta.json.tmp"
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(self.run_dir / "meta.json")
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> RunResult:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        wall0 = time.monotonic()
+        self.log = EventLog(self.run_dir / "events.jsonl", wall_clock=self._wall_in_log)
+        self.trace = TraceWriter(self.run_dir / "trace.wav")
+        self.workbench = Workbench(self.task, self._on_workbench_event)
+        self._write_meta("running")
+        self._emit(SessionStart(
+            task_id=self.task.id, task_version=self.task.version, agent=self.agent_spec,
+            seed=self.seed, clock=self.clock.mode, sample_rate=SAMPLE_RATE, frame_ms=FRAME_MS,
+        ))
+        reason: EndReason
+        detail = ""
+        try:
+            await self.agent.connect(AgentSessionConfig(
+                task_id=self.task.id, instructions=agent_instructions(self.task),
+                tools=tool_schemas(self.task), sample_rate=SAMPLE_RATE,
+            ))
+            reason, detail = await self._loop()
+        except InfrastructureError as exc:
+            reason, detail = "infrastructure_error", str(exc)
+        finally:
+            try:
+                await self.agent.close()
+            except Exception as exc:  # noqa: BLE001 - closing must not mask the run's outcome
+                detail = detail or f"error while closing the agent: {exc}"
+        failure = {"infrastructure_error": "infrastructure", "agent_error": "agent",
+                   "timeout": "agent", "idle_timeout": "agent"}.get(reason, "none")
+        self._emit(SessionEnd(reason=reason, failure_class=failure, detail=detail))  # type: ignore[arg-type]
+        self.trace.close()
+        self.log.close()
+        wall = time.monotonic() - wall0
+        self._write_meta(
+            "complete", end_reason=reason, failure_class=failure, media_ms=self.clock.t_ms,
+            wall_s=round(wall, 3),
+        )
+        return RunResult(self.run_dir, reason, failure, self.clock.t_ms, wall)
+
+    def _on_workbench_event(self, event: Event) -> Event:
+        if isinstance(event, ArtifactUpdate):
+            self.user.on_lifecycle(event.artifact_id, Lifecycle(event.lifecycle))
+        return self._emit(event)
+
+    async def _loop(self) -> tuple[EndReason, str]:
+        limits = self.task.limits
+        play = _Playout()
+        last_activity = 0
+        terminal_at: int | None = None
+        hangup = False
+        user_goodbye = False
+        pending_world = {w.id: w for w in self.task.world_events}
+        while True:
+            t = self.clock.t_ms
+            # Seeded world events.
+            for wid, world in list(pending_world.items()):
+                due = (world.at_ms is not None and t >= world.at_ms) or (
+                    world.after_plan is not None and world.after_plan in self.user.policy.spoken
+                )
+                if due:
+                    del pending_world[wid]
+                    self._emit(WorldEventFired(event_id=wid, description=world.description))
+                    self.user.on_world_event(wid)
+            # User side.
+            frame = self.user.next_frame(t)
+            for ev in frame.events:
+                self._emit(ev)
+            if frame.finished is not None:
+                auth = frame.finished.authorization
+                evidence = f"plan {frame.finished.id} spoken"
+                if auth is not None and auth.grant:
+                    self.workbench.ledger.grant(auth.grant, plan_id=frame.finished.id,
+                                                evidence=evidence)
+                if auth is not None and auth.revoke:
+                    self.workbench.ledger.revoke(auth.revoke, plan_id=frame.finished.id,
+                                                 evidence=evidence)
+                if frame.finished.ends_session:
+                    user_goodbye = True
+            if self.user.speaking:
+                last_activity = t
+            await self.agent.send_audio(frame.pcm, t)
+            # Agent side.
+            for ev in await self.agent.poll(t):
+                if isinstance(ev, AudioDelta):
+                    if not play.speaking:
+                        play.turn += 1
+                        play.speaking, play.played = True, 0
+                        play.response_done = False
+                        self._emit(AgentSpeechStart(turn=play.turn))
+                        self.user.on_agent_speech_start(t)
+                    play.buffer = np.concatenate([play.buffer, ev.pcm])
+                elif isinstance(ev, TranscriptDone):
+                    turn = play.turn + (0 if play.speaking else 1)
+                    self._emit(AgentTranscript(turn=turn, text=ev.text))
+                    for act in self.observer.observe(ev.text):
+                        play.acts.append(act)
+                        self._emit(AgentAct(
+                            turn=turn, act=act.act, field=act.field, artifact=act.artifact,
+                            action=act.action, text=act.text,
+                        ))
+                elif isinstance(ev, ToolCallRequest):
+                    self._emit(ToolCall(call_id=ev.call_id, name=ev.name, args=ev.args))
+                    result = self.workbench.call_tool(ev.call_id, ev.name, ev.args)
+                    payload = result.result if result.ok else {"error": result.error}
+                    await self.agent.send_tool_result(ev.call_id, payload)
+                    last_activity = t
+                elif isinstance(ev, Interrupted):
+                    if play.speaking and len(play.buffer):
+                        heard = play.played * 1000 // SAMPLE_RATE
+                        dropped = len(play.buffer) * 1000 // SAMPLE_RATE
+                        self._emit(AgentTruncated(
+                            turn=play.turn, heard_ms=heard, dropped_ms=dropped, reason=ev.reason,
+                        ))
+                        await self.agent.truncated(heard)
+                        play.buffer = play.buffer[:0]
+                        self._emit(AgentSpeechEnd(turn=play.turn, played_ms=heard))
+                        play.speaking, play.acts = False, []
+                elif isinstance(ev, ResponseDone):
+                    play.response_done = True
+                elif isinstance(ev, Hangup):
+                    hangup = True
+                    self._emit(AgentHangup())
+                elif isinstance(ev, AgentErrorSignal):
+                    self._emit(AgentErrorEvent(category=ev.category, message=ev.message))
+                    if ev.fatal:
+                        return "agent_error", ev.message
+            # Play agent audio out on the media clock.
+            agent_frame = silence()
+            if play.speaking and len(play.buffer):
+                chunk = play.buffer[:FRAME_SAMPLES]
+                play.buffer = play.buffer[FRAME_SAMPLES:]
+                play.played += len(chunk)
+                agent_frame = chunk if len(chunk) == FRAME_SAMPLES else np.concatenate(
+                    [chunk, silence(FRAME_SAMPLES - len(chunk))]
+                )
+                last_activity = t
+            self.trace.write(frame.pcm, agent_frame)
+            await self.clock.tick()
+            t = self.clock.t_ms
+            if play.speaking and not len(play.buffer) and play.response_done:
+                play.speaking = False
+                self._emit(AgentSpeechEnd(
+                    turn=play.turn, played_ms=play.played * 1000 // SAMPLE_RATE,
+                ))
+                self.user.on_agent_turn_end(play.acts, t)
+                play.acts = []
+            # End conditions.
+            quiet = not play.speaking and not self.user.speaking
+            if terminal_at is None and self._terminal_reached():
+                terminal_at = t
+            if hangup and quiet:
+                return "agent_hangup", ""
+            if user_goodbye and quiet and t - last_activity >= limits.end_grace_ms:
+                return "user_goodbye", ""
+            if (
+                terminal_at is not None and quiet and not self.user.busy
+                and t - max(last_activity, terminal_at) >= limits.end_grace_ms
+            ):
+                return "terminal_state", ""
+            if t >= limits.max_duration_ms:
+                return "timeout", f"no terminal state after {limits.max_duration_ms} ms"
+            if quiet and not self.user.busy and t - last_activity >= limits.idle_timeout_ms:
+                return "idle_timeout", f"nobody spoke for {limits.idle_timeout_ms} ms"
