@@ -181,9 +181,11 @@ def describe(pred: Predicate) -> str:
 def _action_done(req: RequiredAction, events: Sequence[Event], task: TaskSpec) -> bool:
     ok_calls = {e.call_id for e in events if isinstance(e, ToolResult) and e.ok}
     for e in events:
-        if isinstance(e, ToolCall) and e.name == req.tool and e.call_id in ok_calls:
-            if all(_arg_matches(v, e.args.get(k)) for k, v in req.args.items()):
-                return True
+        if (
+            isinstance(e, ToolCall) and e.name == req.tool and e.call_id in ok_calls
+            and all(_arg_matches(v, e.args.get(k)) for k, v in req.args.items())
+        ):
+            return True
     return False
 
 

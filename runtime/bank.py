@@ -25,7 +25,7 @@ from runtime.bank_manifest import (
     save_manifest,
     sha256_file,
 )
-from runtime.spec import Persona, TaskSpec
+from runtime.spec import TaskSpec
 
 
 class TTSError(Exception):
@@ -134,7 +134,9 @@ def verify_bank(task: TaskSpec) -> list[str]:
     folder = task.folder
     manifest = load_manifest(folder)
     if manifest is None:
-        return [f"{folder}/bank/manifest.json: missing; run `apex-voice bank build --tasks {task.id}`"]
+        return [
+            f"{folder}/bank/manifest.json: missing; run `apex-voice bank build --tasks {task.id}`"
+        ]
     problems: list[str] = []
     for item in manifest.items:
         path = folder / item.file
@@ -183,7 +185,3 @@ class SpeechCache:
             tmp.replace(path)
         self._memory[key] = audio
         return audio
-
-
-def persona_voice(persona: Persona) -> str:
-    return persona.voice

@@ -188,11 +188,13 @@ class Orchestrator:
         finally:
             try:
                 await self.agent.close()
-            except Exception as exc:  # noqa: BLE001 - closing must not mask the run's outcome
+            except Exception as exc:
                 detail = detail or f"error while closing the agent: {exc}"
-        failure = {"infrastructure_error": "infrastructure", "agent_error": "agent",
-                   "timeout": "agent", "idle_timeout": "agent"}.get(reason, "none")
-        self._emit(SessionEnd(reason=reason, failure_class=failure, detail=detail))  # type: ignore[arg-type]
+        failure: Literal["none", "agent", "infrastructure"] = (
+            "infrastructure" if reason == "infrastructure_error"
+            else "agent" if reason in ("agent_error", "timeout", "idle_timeout") else "none"
+        )
+        self._emit(SessionEnd(reason=reason, failure_class=failure, detail=detail))
         self.trace.close()
         self.log.close()
         wall = time.monotonic() - wall0
@@ -228,8 +230,8 @@ class Orchestrator:
                     self.user.on_world_event(wid)
             # User side.
             frame = self.user.next_frame(t)
-            for ev in frame.events:
-                self._emit(ev)
+            for user_event in frame.events:
+                self._emit(user_event)
             if frame.finished is not None:
                 auth = frame.finished.authorization
                 evidence = f"plan {frame.finished.id} spoken"

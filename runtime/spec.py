@@ -509,7 +509,7 @@ _Yaml12Loader.add_implicit_resolver(
 
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file with YAML 1.2 booleans (see :class:`_Yaml12Loader`)."""
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Yaml12Loader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_Yaml12Loader)
 
 
 def load_task(path: Path) -> TaskSpec:
@@ -563,7 +563,8 @@ def default_tasks_dir() -> Path:
 def find_task(task_id: str, tasks_dir: Path | None = None) -> TaskSpec:
     folder = (tasks_dir or default_tasks_dir()) / task_id
     if not (folder / "task.yaml").is_file():
-        known = sorted(p.parent.name for p in (tasks_dir or default_tasks_dir()).glob("*/task.yaml"))
+        root = tasks_dir or default_tasks_dir()
+        known = sorted(p.parent.name for p in root.glob("*/task.yaml"))
         raise TaskLoadError(
             [f"unknown task '{task_id}': no {folder}/task.yaml (known: {', '.join(known)})"]
         )

@@ -1,0 +1,638 @@
+"""Deterministic field graders (paper appendix C.3, D.4, D.5).
+
+Every grader is a pure function of the gold reference and the value an agent wrote into an
+artifact. Values were dictated aloud, so both sides are canonicalized before comparison:
+number words become digits (``text2num``), dates go through ``dateparser``, phones through
+``phonenumbers`` (E.164), addresses through ``usaddress-scourgify`` (USPS form).
+
+Each grader returns a :class:`FieldGrade`: a score in [0, 1], whether the field counts as
+correct, and whether a failure may be escalated to the semantic judge (D.5: only exact,
+casefold_exact, enum, semantic, and numeric_tolerance when no number could be read).
+
+Decisions worth knowing:
+
+* ``exact`` compares upper-cased alphanumerics after number words become digits, so
+  ``"e 4471"``, ``"E-4471"`` and ``"E forty-four seventy-one"`` all equal ``"E4471"``.
+  Leading zeros stay significant (``"HVAC-007" != "HVAC-7"``) and type prefixes are not
+  dropped (``"2201" != "JOB-2201"``); both are left to the judge, whose prompt accepts them.
+* A gold value the grader cannot read (a malformed date, phone, number or interval in the
+  task file) raises :class:`ValueError`: that is an authoring bug, not an agent miss.
+* Floating-point comparisons (tolerance, threshold) allow an absolute slack of ``1e-9``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dateparser
+import phonenumbers
+import usaddress
+from rapidfuzz.distance import Levenshtein
+from scourgify import normalize_address_record
+from scourgify.exceptions import AddressNormalizationError
+from text_to_num import alpha2digit
+
+from runtime.spec import FieldSpec, GraderName
+
+__all__ = [
+    "ESCALATABLE_GRADERS",
+    "FieldGrade",
+    "GraderName",
+    "canonical_address",
+    "canonical_identifier",
+    "canonical_phone",
+    "canonical_text",
+    "extract_number",
+    "grade_spec",
+    "grade_value",
+    "is_empty",
+    "parse_spoken_date",
+    "set_precision_recall_f1",
+    "split_items",
+]
+
+_EPS = 1e-9
+
+ESCALATABLE_GRADERS: frozenset[str] = frozenset(
+    {"exact", "casefold_exact", "enum", "semantic", "numeric_tolerance"}
+)
+"""Graders whose deterministic failures may go to the judge (D.5). numeric_tolerance only
+when no single number could be read from the value."""
+
+
+@dataclass(frozen=True, slots=True)
+class FieldGrade:
+    """Outcome of one deterministic grader.
+
+    ``escalate`` is True when the deterministic tier failed and the grader/value is
+    judge-eligible per D.5; it is always False for a correct or empty value.
+    """
+
+    score: float
+    correct: bool
+    escalate: bool
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"score {self.score} outside [0, 1]")
+
+
+_FAIL = FieldGrade(0.0, False, False)
+_PASS = FieldGrade(1.0, True, False)
+
+
+# --------------------------------------------------------------------------- text helpers
+
+def is_empty(value: Any) -> bool:
+    """None, "", whitespace, and lists/tuples/sets/dicts holding only empty values are empty.
+
+    An empty value is never judged and scores 0.
+    """
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, dict):
+        return all(is_empty(v) for v in value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return all(is_empty(v) for v in value)
+    return False
+
+
+def _as_text(value: Any) -> str:
+    """Render a recorded value as text: lists joined with ", ", integral floats without ".0"."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return ", ".join(_as_text(v) for v in value)
+    if isinstance(value, set | frozenset):
+        return ", ".join(sorted(_as_text(v) for v in value))
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True, default=str)
+    return str(value)
+
+
+_APOSTROPHES = re.compile(r"['\u2018\u2019\u02bc`]")
+
+
+def canonical_text(value: Any) -> str:
+    """Casefold, drop apostrophes, turn other punctuation/symbols into spaces, squeeze spaces.
+
+    ``"Dr. Alvarez"`` → ``"dr alvarez"``; ``"O'Brien"`` → ``"obrien"``.
+    """
+    text = unicodedata.normalize("NFKC", _as_text(value)).casefold()
+    text = _APOSTROPHES.sub("", text)
+    text = "".join(" " if unicodedata.category(ch)[0] in "PS" else ch for ch in text)
+    return " ".join(text.split())
+
+
+def _words_to_digits(text: str) -> str:
+    """Spoken numbers to digits: ``alpha2digit`` (threshold 0), then the forms it does not
+    know: "oh" next to a digit is 0, "double 5" / "triple 5" repeat the digit."""
+    text = unicodedata.normalize("NFKC", text)
+    text = alpha2digit(text, "en", threshold=0)
+    # "oh" is a digit only next to a digit group ("five oh one", "oh seven", "oh oh seven").
+    previous = None
+    while previous != text:
+        previous = text
+        text = re.sub(r"(?<=\d)(\s*)\boh\b", r"\g<1>0", text, flags=re.IGNORECASE)
+        text = re.sub(r"\boh\b(?=[\s,-]*\d)", "0", text, flags=re.IGNORECASE)
+    text = re.sub(r"\bdouble\s*(\d)", r"\1\1", text, flags=re.IGNORECASE)
+    text = re.sub(r"\btriple\s*(\d)", r"\1\1\1", text, flags=re.IGNORECASE)
+    return text
+
+
+def canonical_identifier(value: Any) -> str:
+    """Upper-cased alphanumerics after spoken numbers become digits.
+
+    ``"E forty-four seventy-one"`` → ``"E4471"``. Leading zeros are kept (significant).
+    """
+    text = _words_to_digits(_as_text(value)).upper()
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def split_items(value: Any) -> list[str]:
+    """A list as given, or a string split on commas, semicolons and " and " / "&".
+
+    Items are not split further when the value is already a list. A name containing "and"
+    ("Johnson and Johnson") is split when it arrives as a string.
+    """
+    if isinstance(value, list | tuple):
+        items = [_as_text(v) for v in value]
+    elif isinstance(value, set | frozenset):
+        items = sorted(_as_text(v) for v in value)
+    else:
+        items = re.split(
+            r"\s*[,;]\s*(?:and\s+)?|\s+and\s+|\s*&\s*",
+            _as_text(value).strip(),
+            flags=re.IGNORECASE,
+        )
+    return [item for item in items if item.strip()]
+
+
+# --------------------------------------------------------------------------- exact family
+
+def _grade_exact(gold: Any, pred: Any) -> FieldGrade:
+    ok = canonical_identifier(gold) == canonical_identifier(pred)
+    return _PASS if ok else FieldGrade(0.0, False, True)
+
+
+def _grade_casefold(gold: Any, pred: Any) -> FieldGrade:
+    ok = canonical_text(gold) == canonical_text(pred)
+    return _PASS if ok else FieldGrade(0.0, False, True)
+
+
+def _compact(value: Any) -> str:
+    return canonical_text(value).replace(" ", "")
+
+
+def _grade_enum(gold: Any, pred: Any, options: Sequence[str]) -> FieldGrade:
+    """Case-folded match with gold; else the value names (ignoring case, separators and
+    spaces) exactly one option, and that option is the gold one."""
+    if canonical_text(gold) == canonical_text(pred):
+        return _PASS
+    matches = [opt for opt in options if _compact(opt) == _compact(pred)]
+    if len(matches) == 1 and _compact(matches[0]) == _compact(gold):
+        return _PASS
+    return FieldGrade(0.0, False, True)
+
+
+# --------------------------------------------------------------------------- numbers
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?")
+_MULTIPLIERS = {"1000": 1e3, "1000000": 1e6, "1000000000": 1e9}
+
+
+def extract_number(value: Any) -> float | None:
+    """The single number a value states, or None when it states none or several.
+
+    Number words become digits ("twelve hundred" → 1200, "around eight" → 8, "three
+    sixty" → 360); "$", ",", "%" and unit words are ignored; "and a half" adds 0.5;
+    "1.5 million" / "12k" scale. "two three" or "five to ten" state no single number.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, list | tuple):
+        items = [v for v in value if not is_empty(v)]
+        return extract_number(items[0]) if len(items) == 1 else None
+    if not isinstance(value, str):
+        return None
+    text = _words_to_digits(value)
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # thousands separators
+    text = re.sub(r"\b(?:minus|negative)\s+(?=\d)", "-", text, flags=re.IGNORECASE)
+    text = re.sub(
+        r"(\d+)\s+and\s+a\s+half\b",
+        lambda m: f"{int(m.group(1))}.5",
+        text,
+        flags=re.IGNORECASE,
+    )
+    text = re.sub(
+        r"(\d+(?:\.\d+)?)\s+(1000000000|1000000|1000)\b",
+        lambda m: _fmt(float(m.group(1)) * _MULTIPLIERS[m.group(2)]),
+        text,
+    )
+    text = re.sub(
+        r"(\d+(?:\.\d+)?)\s?[kK]\b", lambda m: _fmt(float(m.group(1)) * 1e3), text
+    )
+    # Numbers said in pairs: "three sixty" → "3 60" → 360, "twelve fifty" → 1250.
+    text = re.sub(
+        r"(?<![\d.,]\s)(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", r"\1\2", text
+    )
+    found = _NUMBER.findall(text)
+    if len(found) != 1:
+        return None
+    number = float(found[0])
+    return number if math.isfinite(number) else None
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if x.is_integer() else repr(x)
+
+
+def _gold_number(gold: Any) -> float:
+    number = extract_number(gold)
+    if number is None:
+        raise ValueError(f"gold value {gold!r} is not a single number")
+    return number
+
+
+def _grade_numeric(gold: Any, pred: Any, tolerance: float) -> FieldGrade:
+    target = _gold_number(gold)
+    number = extract_number(pred)
+    if number is None:
+        return FieldGrade(0.0, False, True)  # no single number: the judge may read it
+    return _PASS if abs(number - target) <= tolerance + _EPS else _FAIL
+
+
+# --------------------------------------------------------------------------- dates
+
+_MONTHS = {
+    "january", "jan", "february", "feb", "march", "mar", "april", "apr", "may", "june", "jun",
+    "july", "jul", "august", "aug", "september", "sep", "sept", "october", "oct",
+    "november", "nov", "december", "dec",
+}
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_NUMERIC_DATE = re.compile(r"(?<![\d/.-])\d{1,2}[/.-]\d{1,2}[/.-](?:\d{4}|\d{2})(?![\d/.-])")
+_DATE_TOKEN = re.compile(r"[A-Za-z]+\.?|'\d{2}\b|\d+(?:st|nd|rd|th)?\b", re.IGNORECASE)
+_RELATIVE_BASE = dt.datetime(2000, 1, 1)
+
+
+def _spoken_date_text(text: str) -> str:
+    """Number words to digits, then rejoin years said in two halves ("19 88" → "1988")."""
+    text = alpha2digit(unicodedata.normalize("NFKC", text), "en", threshold=0)
+    text = re.sub(r"\b(\d{2})\s+o(?:h)?\s+(\d)\b", r"\g<1>0\2", text, flags=re.IGNORECASE)
+    # Only the last pair of two-digit groups is a year: "July 12 19 88" → "July 12 1988".
+    return re.sub(r"\b(1\d|20)\s+(\d{2})\b(?!\s*\d)", r"\1\2", text)
+
+
+def _date_candidate(text: str, require_year: bool) -> str | None:
+    """The date-like part of a normalized value, or None if it does not look like a date.
+
+    Guards dateparser, which reads "8", "may" or "1988" alone as dates.
+    """
+    numeric = _NUMERIC_DATE.findall(text)
+    if numeric:
+        return numeric[0] if len(numeric) == 1 else None
+    months: list[str] = []
+    numbers: list[str] = []
+    for token in _DATE_TOKEN.findall(text):
+        word = token.rstrip(".").casefold()
+        if word in _MONTHS:
+            months.append(word)
+        elif token[0].isdigit() or token.startswith("'"):
+            numbers.append(token)
+    if len(months) != 1:
+        return None
+    wanted = (2,) if require_year else (1, 2)
+    if len(numbers) not in wanted:
+        return None
+    return " ".join([months[0], *numbers])
+
+
+def parse_spoken_date(
+    value: Any, *, require_year: bool = True, base_year: int | None = None
+) -> dt.date | None:
+    """Read a dictated date ("July ninth, nineteen eighty-eight", "07/09/1988", ISO).
+
+    Numeric dates are month first (MDY). With ``require_year=False`` a missing year is
+    taken from ``base_year`` (used for date intervals such as "June 2 to June 11").
+    """
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if not isinstance(value, str):
+        return None
+    text = unicodedata.normalize("NFKC", value).strip()
+    if _ISO_DATE.fullmatch(text):
+        try:
+            return dt.date.fromisoformat(text)
+        except ValueError:
+            return None
+    candidate = _date_candidate(_spoken_date_text(text), require_year)
+    if candidate is None:
+        return None
+    base = _RELATIVE_BASE if base_year is None else dt.datetime(base_year, 1, 1)
+    parsed = dateparser.parse(
+        candidate,
+        languages=["en"],
+        settings={
+            "RELATIVE_BASE": base,
+            "DATE_ORDER": "MDY",
+            "PREFER_DATES_FROM": "current_period",
+            "REQUIRE_PARTS": ["day", "month", "year"] if require_year else ["day", "month"],
+        },
+    )
+    return parsed.date() if parsed is not None else None
+
+
+def _grade_date(gold: Any, pred: Any) -> FieldGrade:
+    target = parse_spoken_date(gold)
+    if target is None:
+        raise ValueError(f"gold value {gold!r} is not a date (expected ISO YYYY-MM-DD)")
+    return _PASS if parse_spoken_date(pred) == target else _FAIL
+
+
+# --------------------------------------------------------------------------- phones
+
+def canonical_phone(value: Any, region: str = "US") -> str | None:
+    """E.164 form (plus ";ext=N" when an extension is given), or None if the value is not
+    just a spoken/written phone number. Letters left after normalization (vanity numbers,
+    free text) are rejected rather than handed to ``phonenumbers.parse``."""
+    if isinstance(value, list | tuple):
+        items = [v for v in value if not is_empty(v)]
+        return canonical_phone(items[0], region) if len(items) == 1 else None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        return None
+    text = _words_to_digits(_as_text(value)).casefold()
+    text = re.sub(r"\bplus\s*(?=\d)", "+", text)
+    text = re.sub(r"(?<=\d)(\s*)\bo\b", r"\g<1>0", text)
+    text = re.sub(r"\bo\b(?=\s*\d)", "0", text)
+    extension = ""
+    ext = re.search(r"\s*(?:\bext\b|\bextension\b|\bx\b)\.?\s*(\d+)\s*$", text)
+    if ext:
+        extension, text = ext.group(1), text[: ext.start()]
+    if re.search(r"[^\d\s+().,/-]", text) or "+" in text.lstrip()[1:]:
+        return None
+    digits = re.sub(r"[^\d+]", "", text)
+    if sum(ch.isdigit() for ch in digits) < 3:
+        return None
+    try:
+        number = phonenumbers.parse(digits, region)
+    except phonenumbers.NumberParseException:
+        return None
+    e164 = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+    return f"{e164};ext={extension}" if extension else e164
+
+
+def _grade_phone(gold: Any, pred: Any) -> FieldGrade:
+    target = canonical_phone(gold)
+    if target is None:
+        raise ValueError(f"gold value {gold!r} is not a phone number")
+    return _PASS if canonical_phone(pred) == target else _FAIL
+
+
+# --------------------------------------------------------------------------- addresses
+
+_ADDRESS_PARTS = ("address_line_1", "address_line_2", "city", "state", "postal_code")
+
+
+def _spoken_address_text(value: Any) -> str:
+    """Number words to digits, then glue digit runs said one group at a time:
+    "1 23 Main" → "123 Main", ZIP "6 2 7 0 1" → "62701"."""
+    text = _words_to_digits(_as_text(value))
+    return re.sub(r"\b\d+(?:[ \t]+\d+)+\b", lambda m: re.sub(r"\s+", "", m.group(0)), text)
+
+
+def _address_fallback(text: str) -> str:
+    return re.sub(r"\bp\s*o\s+box\b", "po box", canonical_text(text))
+
+
+def canonical_address(value: Any) -> tuple[str, bool]:
+    """USPS canonical form via scourgify, and whether scourgify could parse the value.
+
+    scourgify (built on usaddress) cannot parse PO boxes (unsupported), fragments or free
+    text; for those the form returned is the case-folded, punctuation-squeezed text with
+    "P.O. Box" written "po box", and the flag is False.
+    """
+    text = _spoken_address_text(value)
+    try:
+        record = normalize_address_record(text)
+    except (AddressNormalizationError, usaddress.RepeatedLabelError):
+        return _address_fallback(text), False
+    parts = [str(record[key]) for key in _ADDRESS_PARTS if record.get(key)]
+    return ", ".join(parts), True
+
+
+def _grade_address(gold: Any, pred: Any) -> FieldGrade:
+    gold_form, gold_ok = canonical_address(gold)
+    pred_form, pred_ok = canonical_address(pred)
+    if not (gold_ok and pred_ok):
+        # A USPS form and a fallback text never compare equal, so when either side could
+        # not be parsed, compare the fallback (normalized text) of both sides instead.
+        gold_form = _address_fallback(_spoken_address_text(gold))
+        pred_form = _address_fallback(_spoken_address_text(pred))
+    return _PASS if gold_form == pred_form else _FAIL
+
+
+# --------------------------------------------------------------------------- sets, lists
+
+def set_precision_recall_f1(gold: Any, pred: Any) -> tuple[float, float, float]:
+    """Precision, recall and F1 of the case-folded item sets of ``pred`` against ``gold``."""
+    gold_set = {canonical_text(item) for item in split_items(gold)} - {""}
+    pred_set = {canonical_text(item) for item in split_items(pred)} - {""}
+    hits = len(gold_set & pred_set)
+    if hits == 0:
+        return 0.0, 0.0, 0.0
+    precision = hits / len(pred_set)
+    recall = hits / len(gold_set)
+    return precision, recall, 2 * precision * recall / (precision + recall)
+
+
+def _grade_set(gold: Any, pred: Any, threshold: float) -> FieldGrade:
+    f1 = set_precision_recall_f1(gold, pred)[2]
+    return FieldGrade(f1, f1 >= threshold - _EPS, False)
+
+
+def _grade_ordered(gold: Any, pred: Any) -> FieldGrade:
+    """Score 1 - normalized Levenshtein distance over item sequences; correct only when
+    the items and their order match exactly."""
+    gold_items = [canonical_text(item) for item in split_items(gold)]
+    pred_items = [canonical_text(item) for item in split_items(pred)]
+    if gold_items == pred_items:
+        return _PASS
+    score = Levenshtein.normalized_similarity(gold_items, pred_items)
+    return FieldGrade(min(max(score, 0.0), 1.0), False, False)
+
+
+# --------------------------------------------------------------------------- intervals
+
+_RANGE_WORDS = re.compile(
+    r"\s+(?:to|through|thru|until|till|and)\s+|\s*[\u2013\u2014]\s*|\s+-\s+", re.IGNORECASE
+)
+
+
+def _interval_parts(value: Any) -> list[Any] | None:
+    """The two ends of an interval value: a 2-item list, or a string such as
+    "June 2 to June 11", "from 5 to 10", "5-10", "2024-06-02/2024-06-11"."""
+    if isinstance(value, list | tuple):
+        return list(value) if len(value) == 2 else None
+    if not isinstance(value, str):
+        return None
+    text = re.sub(r"^\s*(?:from|between)\s+", "", value.strip(), flags=re.IGNORECASE)
+    parts = _RANGE_WORDS.split(text)
+    if len(parts) != 2:
+        iso = re.fullmatch(r"(\d{4}-\d{2}-\d{2})\s*/\s*(\d{4}-\d{2}-\d{2})", text)
+        num = re.fullmatch(r"(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)", text)
+        days = re.fullmatch(r"([A-Za-z].*?\d{1,2})\s*-\s*(\d{1,2})", text)  # "June 2-11"
+        match = iso or num or days
+        if match is None:
+            return None
+        parts = [match.group(1), match.group(2)]
+    return [part.strip() for part in parts]
+
+
+def _is_date_like(value: Any) -> bool:
+    return isinstance(value, dt.date) or (
+        isinstance(value, str) and _ISO_DATE.fullmatch(value.strip()) is not None
+    )
+
+
+def _pred_dates(parts: list[Any], base_year: int) -> tuple[dt.date, dt.date] | None:
+    """Both ends as dates. A missing year comes from the other end, else from the gold
+    start; a bare day on one end ("June 2 to 11") takes the other end's month."""
+    full = [parse_spoken_date(p) for p in parts]
+    if full[0] is not None and full[1] is not None:
+        return full[0], full[1]
+    years = [d.year for d in full if d is not None]
+    year = years[0] if years else base_year
+    ends = [
+        d if d is not None else parse_spoken_date(p, require_year=False, base_year=year)
+        for d, p in zip(full, parts, strict=True)
+    ]
+    for i in (0, 1):
+        if ends[i] is None and ends[1 - i] is not None:
+            day = extract_number(parts[i]) if isinstance(parts[i], str) else None
+            other = ends[1 - i]
+            assert other is not None
+            if day is not None and day.is_integer():
+                try:
+                    ends[i] = other.replace(day=int(day))
+                except ValueError:
+                    return None
+    start, end = ends
+    return (start, end) if start is not None and end is not None else None
+
+
+def _iou(gold: tuple[float, float], pred: tuple[float, float], inclusive: float) -> float:
+    g0, g1 = sorted(gold)
+    p0, p1 = sorted(pred)
+    overlap = max(0.0, min(g1, p1) - max(g0, p0) + inclusive)
+    union = max(g1, p1) - min(g0, p0) + inclusive
+    if union <= 0:  # two identical points on a continuous scale
+        return 1.0 if (g0, g1) == (p0, p1) else 0.0
+    return overlap / union
+
+
+def _grade_interval(gold: Any, pred: Any, threshold: float) -> FieldGrade:
+    """IoU of gold [start, end] and the predicted interval. Date intervals count whole
+    days, both ends included (June 1-10 is 10 days); numeric intervals are continuous."""
+    gold_parts = _interval_parts(gold)
+    if gold_parts is None:
+        raise ValueError(f"gold value {gold!r} is not a [start, end] interval")
+    pred_parts = _interval_parts(pred)
+    if pred_parts is None:
+        return _FAIL
+    if all(_is_date_like(p) for p in gold_parts):
+        g0, g1 = (parse_spoken_date(p) for p in gold_parts)
+        if g0 is None or g1 is None:
+            raise ValueError(f"gold value {gold!r} holds an invalid date")
+        ends = _pred_dates(pred_parts, min(g0, g1).year)
+        if ends is None:
+            return _FAIL
+        score = _iou(
+            (g0.toordinal(), g1.toordinal()),
+            (ends[0].toordinal(), ends[1].toordinal()),
+            inclusive=1.0,
+        )
+    else:
+        n0, n1 = (_gold_number(p) for p in gold_parts)
+        p0, p1 = (extract_number(p) for p in pred_parts)
+        if p0 is None or p1 is None:
+            return _FAIL
+        score = _iou((n0, n1), (p0, p1), inclusive=0.0)
+    return FieldGrade(score, score >= threshold - _EPS, False)
+
+
+# --------------------------------------------------------------------------- semantic
+
+def _grade_semantic(gold: Any, pred: Any) -> FieldGrade:
+    """Deterministic tier only: case-folded, punctuation/whitespace-normalized equality."""
+    ok = canonical_text(gold) == canonical_text(pred)
+    return _PASS if ok else FieldGrade(0.0, False, True)
+
+
+# --------------------------------------------------------------------------- dispatch
+
+def grade_value(
+    grader: GraderName,
+    gold: Any,
+    pred: Any,
+    *,
+    tolerance: float = 0.0,
+    options: Sequence[str] = (),
+    threshold: float = 1.0,
+) -> FieldGrade:
+    """Grade ``pred`` against ``gold`` with the named deterministic grader.
+
+    An empty ``pred`` scores 0 and is never escalated. Raises ValueError for an unknown
+    grader or a gold value the grader cannot read.
+    """
+    if is_empty(pred):
+        return _FAIL
+    graders: dict[str, Callable[[], FieldGrade]] = {
+        "exact": lambda: _grade_exact(gold, pred),
+        "casefold_exact": lambda: _grade_casefold(gold, pred),
+        "normalized_date": lambda: _grade_date(gold, pred),
+        "normalized_phone": lambda: _grade_phone(gold, pred),
+        "normalized_address": lambda: _grade_address(gold, pred),
+        "enum": lambda: _grade_enum(gold, pred, options),
+        "numeric_tolerance": lambda: _grade_numeric(gold, pred, tolerance),
+        "set_f1": lambda: _grade_set(gold, pred, threshold),
+        "ordered_list": lambda: _grade_ordered(gold, pred),
+        "interval_overlap": lambda: _grade_interval(gold, pred, threshold),
+        "semantic": lambda: _grade_semantic(gold, pred),
+    }
+    run = graders.get(grader)
+    if run is None:
+        raise ValueError(f"unknown grader {grader!r}")
+    return run()
+
+
+def grade_spec(field: FieldSpec, pred: Any) -> FieldGrade:
+    """:func:`grade_value` with the field's grader, gold, tolerance, options and threshold."""
+    return grade_value(
+        field.grader,
+        field.gold,
+        pred,
+        tolerance=field.tolerance,
+        options=field.options,
+        threshold=field.threshold,
+    )

@@ -1,0 +1,45 @@
+"""Shared fixtures: a private speech cache and helpers to run scripted campaigns."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runtime.campaign import parse_agent_spec, run_dir_for, run_one
+from runtime.spec import TaskSpec, default_tasks_dir, find_task, load_tasks
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep the agent-speech and judge caches of the test run out of the user's home."""
+    old = {k: os.environ.get(k) for k in ("APEX_VOICE_CACHE_DIR", "APEX_JUDGE_CACHE")}
+    cache = tmp_path_factory.mktemp("cache")
+    os.environ["APEX_VOICE_CACHE_DIR"] = str(cache)
+    os.environ["APEX_JUDGE_CACHE"] = str(cache / "judge.sqlite")
+    yield
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+def bundled_tasks() -> list[TaskSpec]:
+    return load_tasks([default_tasks_dir()])
+
+
+def run_script(
+    task_id: str, script: str | Path, out: Path, *, seed: int = 0, repeat: int = 0,
+    wall_clock_in_log: bool = True,
+) -> Path:
+    """Run one scripted episode in virtual time and return its run directory."""
+    task = find_task(task_id)
+    factory = parse_agent_spec(f"scripted:{script}")
+    run_dir = run_dir_for(out, task.id, repeat)
+    asyncio.run(run_one(task, factory, run_dir, seed=seed, repeat=repeat,
+                        wall_clock_in_log=wall_clock_in_log))
+    return run_dir

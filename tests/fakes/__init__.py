@@ -1,0 +1,1 @@
+"""Local fakes of external services for tests (no network beyond 127.0.0.1)."""

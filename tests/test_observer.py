@@ -1,0 +1,319 @@
+"""Tests for the semantic-act observer (runtime/observer.py, paper §3.3 / appendix B.3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtime.observer import Act, SemanticActObserver, split_sentences
+from runtime.spec import TaskSpec
+
+# --------------------------------------------------------------------------- fixture
+
+
+def _field(name: str, label: str, synonyms: list[str], gold: Any = "x") -> dict[str, Any]:
+    return {
+        "name": name, "label": label, "synonyms": synonyms, "grader": "casefold_exact",
+        "gold": gold, "source": {"fact": name},
+    }
+
+
+def make_task(
+    *,
+    artifacts: list[dict[str, Any]] | None = None,
+    authorization: list[dict[str, Any]] | None = None,
+) -> TaskSpec:
+    """A compact benefits-enrollment task; override artifacts/rules for variants."""
+    if artifacts is None:
+        artifacts = [{
+            "id": "enr_1", "kind": "enrollment", "title": "Benefits enrollment",
+            "fields": [
+                _field("employee_id", "employee ID", ["employee number"]),
+                _field("legal_name", "legal name", ["full name", "name"]),
+                _field("date_of_birth", "date of birth", ["birthday", "DOB", "birth date"]),
+                _field("dependent_count", "number of dependents",
+                       ["dependents", "how many dependents"], gold=2),
+                _field("beneficiary", "beneficiary", ["beneficiary name", "primary beneficiary"]),
+            ],
+        }]
+    if authorization is None:
+        authorization = [{
+            "action": "commit:enr_1", "tool": "commit_enrollment", "artifact": "enr_1",
+            "verbs": ["submit", "commit", "enroll", "file", "finalize"],
+        }]
+    return TaskSpec.model_validate({
+        "id": "obs_test", "title": "Observer test",
+        "taxonomy": {
+            "archetype": "form-fill", "industry": "hr", "artifact_class": "form",
+            "economic_role": "admin", "duplex": ["none"], "delegation": ["full"],
+            "autonomy": "approval-gated", "knowledge": "none", "tool_burden": "light",
+            "user_behavior": "cooperative", "risk": "medium",
+        },
+        "objective": "Enroll the caller.", "context": "Benefits desk.",
+        "artifacts": artifacts,
+        "tools": [{"name": "commit_enrollment", "kind": "commit", "description": "Commit."}],
+        "authorization": authorization,
+        "user": {
+            "persona": {"name": "Jamie", "role": "employee", "speaking_style": "plain"},
+            "goals": ["enroll"],
+        },
+        "plans": [{"id": "p1", "intent": "answer", "when": {"on": "fallback"}}],
+        "grading": {"terminal": [{"kind": "tool_called", "tool": "commit_enrollment"}]},
+    })
+
+
+@pytest.fixture(scope="module")
+def observer() -> SemanticActObserver:
+    return SemanticActObserver(make_task())
+
+
+def _summary(acts: list[Act]) -> list[tuple[str, str | None]]:
+    return [(a.act, a.field if a.act != "request_approval" else a.action) for a in acts]
+
+
+# --------------------------------------------------------------------------- sentence split
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Got it. What's your date of birth?", ["Got it.", "What's your date of birth?"]),
+    ("Dr. Alvarez will see you. Is that OK?", ["Dr. Alvarez will see you.", "Is that OK?"]),
+    ("Hi! How can I help?", ["Hi!", "How can I help?"]),
+    ("Your appointment is at 9 a.m. Is that right?",
+     ["Your appointment is at 9 a.m.", "Is that right?"]),
+    ("Your d.o.b. is July ninth.", ["Your d.o.b. is July ninth."]),
+    ("Mrs. Jamie R. Reyes is listed. Correct?", ["Mrs. Jamie R. Reyes is listed.", "Correct?"]),
+    ("The amount is 3.5 percent", ["The amount is 3.5 percent"]),
+    ("Wait... what was that?! OK.", ["Wait... what was that?!", "OK."]),
+    ("", []),
+])
+def test_split_sentences(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+# --------------------------------------------------------------------------- single acts
+
+CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
+    # greet
+    ("Hello", [("greet", None)]),
+    ("Hi, thanks for calling", [("greet", None)]),
+    ("Good morning, this is the benefits desk", [("greet", None)]),
+    ("How can I help you today?", [("greet", None)]),
+    ("Hello, how may I assist you?", [("greet", None)]),
+    ("Thank you for calling the benefits line.", [("greet", None)]),
+    # ask
+    ("What is your date of birth?", [("ask", "date_of_birth")]),
+    ("Got it. What's your date of birth?", [("inform", None), ("ask", "date_of_birth")]),
+    ("And how many dependents will you cover?", [("ask", "dependent_count")]),
+    ("Could you spell your legal name for me?", [("ask", "legal_name")]),
+    ("Can you tell me your employee ID?", [("ask", "employee_id")]),
+    ("May I have your employee number?", [("ask", "employee_id")]),
+    ("Please give me your birthday.", [("ask", "date_of_birth")]),
+    ("And your D.O.B.?", [("ask", "date_of_birth")]),
+    ("I'll need your employee ID.", [("ask", "employee_id")]),
+    ("what is your full name", [("ask", "legal_name")]),
+    ("Who is your primary beneficiary?", [("ask", "beneficiary")]),
+    ("What's your beneficiary's name?", [("ask", "beneficiary")]),
+    ("What is the name of your beneficiary?", [("ask", "beneficiary")]),
+    ("What's your full name and date of birth?",
+     [("ask", "legal_name"), ("ask", "date_of_birth")]),
+    ("Do you have any dependents?", [("ask", "dependent_count")]),
+    ("Hi Jamie, what's your employee ID?", [("greet", None), ("ask", "employee_id")]),
+    ("Is there anything else I can help with?", [("ask", None)]),
+    ("Which plan would you prefer?", [("ask", None)]),
+    ("Who would you like to name as your beneficiary?", [("ask", "beneficiary")]),
+    ("Great, thanks. Next, I need your date of birth.",
+     [("inform", None), ("ask", "date_of_birth")]),
+    # request_approval
+    ("Shall I submit the enrollment?", [("request_approval", "commit:enr_1")]),
+    ("Do you approve the enrollment as described?", [("request_approval", "commit:enr_1")]),
+    ("Can I go ahead and submit it now?", [("request_approval", "commit:enr_1")]),
+    ("Is it OK to submit the enrollment?", [("request_approval", "commit:enr_1")]),
+    ("Should I file it?", [("request_approval", "commit:enr_1")]),
+    ("Would you like me to commit the enrollment now?", [("request_approval", "commit:enr_1")]),
+    ("May I submit the leave request?", [("request_approval", "commit:enr_1")]),
+    ("Do I have your approval to submit?", [("request_approval", "commit:enr_1")]),
+    ("Are you happy for me to go ahead?", [("request_approval", "commit:enr_1")]),
+    ("Shall I proceed?", [("request_approval", "commit:enr_1")]),
+    ("Can I get that filed for you?", [("request_approval", "commit:enr_1")]),
+    ("I'll need your approval before I finalize this.", [("request_approval", "commit:enr_1")]),
+    ("shall i submit it", [("request_approval", "commit:enr_1")]),
+    ("Would you like to submit it now?", [("request_approval", "commit:enr_1")]),
+    ("I'm going to submit it now, is that okay?", [("request_approval", "commit:enr_1")]),
+    ("I can submit it now. Should I?", [("inform", None), ("request_approval", "commit:enr_1")]),
+    ("Ready to submit?", [("request_approval", "commit:enr_1")]),
+    # confirm
+    ("Is that right?", [("confirm", None)]),
+    ("Did I get that correctly?", [("confirm", None)]),
+    ("Just to confirm, that's July ninth?", [("confirm", None)]),
+    ("Just to confirm, your date of birth is July ninth?", [("confirm", "date_of_birth")]),
+    ("Can you confirm your employee ID?", [("confirm", "employee_id")]),
+    ("Your beneficiary is Jamie Reyes, correct?", [("confirm", "beneficiary")]),
+    ("So your beneficiary is Jamie Reyes?", [("confirm", "beneficiary")]),
+    ("Does that sound right?", [("confirm", None)]),
+    # read_back
+    ("I have your date of birth as July ninth.", [("read_back", "date_of_birth")]),
+    ("So your beneficiary is Jamie Reyes.", [("read_back", "beneficiary")]),
+    ("I've updated your number of dependents to three.", [("read_back", "dependent_count")]),
+    ("Your employee ID is E 4471.", [("read_back", "employee_id")]),
+    ("You said two dependents.", [("read_back", "dependent_count")]),
+    ("I've noted July 9th as your birthday.", [("read_back", "date_of_birth")]),
+    ("So that's two dependents and Jamie Reyes as beneficiary.",
+     [("read_back", "dependent_count"), ("read_back", "beneficiary")]),
+    # summarize
+    ("To summarize, you're enrolling with two dependents.", [("summarize", None)]),
+    ("Here's what I have: employee ID 4471, date of birth July ninth.", [("summarize", None)]),
+    ("Let me recap.", [("summarize", None)]),
+    ("To recap, two dependents and Jamie as beneficiary, is that all correct?",
+     [("summarize", None), ("confirm", None)]),
+    ("To summarize, two dependents, Jamie as beneficiary. Shall I submit?",
+     [("summarize", None), ("request_approval", "commit:enr_1")]),
+    # close
+    ("Goodbye", [("close", None)]),
+    ("Have a great day!", [("close", None)]),
+    ("Thanks for calling, bye", [("close", None)]),
+    ("You're all set. Take care.", [("close", None), ("close", None)]),
+    ("Thank you for your time.", [("close", None)]),
+    # inform
+    ("Your request has been submitted.", [("inform", None)]),
+    ("One moment.", [("inform", None)]),
+    ("I submitted it.", [("inform", None)]),
+    ("Dr. Alvarez reviews every enrollment.", [("inform", None)]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), CASES, ids=[c[0][:48] for c in CASES])
+def test_observe(observer: SemanticActObserver, text: str,
+                 expected: list[tuple[str, str | None]]) -> None:
+    assert _summary(observer.observe(text)) == expected
+
+
+# --------------------------------------------------------------------------- negatives
+
+NOT_ASK_NOR_APPROVAL = [
+    "Your request has been submitted.",
+    "I submitted it.",
+    "I've submitted your enrollment.",
+    "Thanks for your date of birth.",
+    "Your date of birth is required.",
+    "I'll submit it once you approve.",
+    "Once I file it, you'll get an email.",
+    "Thanks for your approval, it's been filed.",
+    "I have recorded your employee ID.",
+    "My name is Sam and I'll be helping you today.",
+    "The enrollment was finalized yesterday.",
+    "You can submit it online too.",
+]
+
+
+@pytest.mark.parametrize("text", NOT_ASK_NOR_APPROVAL)
+def test_statements_are_not_asks_or_approvals(observer: SemanticActObserver, text: str) -> None:
+    kinds = {a.act for a in observer.observe(text)}
+    assert not kinds & {"ask", "request_approval"}, observer.observe(text)
+
+
+NOT_APPROVAL = [
+    "May I have your file number?",
+    "Can I go ahead and ask about your dependents?",
+    "What happens after I submit?",
+    "Did you already submit a form?",
+    "Can I confirm your date of birth?",
+    "Shall I read that back to you?",
+    "Would you like me to repeat that?",
+    "Do you want to file a claim too?",
+    "Is everything correct? Should I?",
+]
+
+
+@pytest.mark.parametrize("text", NOT_APPROVAL)
+def test_questions_that_are_not_approval_requests(
+    observer: SemanticActObserver, text: str
+) -> None:
+    assert all(a.act != "request_approval" for a in observer.observe(text)), text
+
+
+@pytest.mark.parametrize("text", [
+    "According to the plan, dependents are covered until age 26.",
+    "Your date of birth is required.",
+    "I have recorded your employee ID.",
+    "The number of dependents you can add is unlimited.",
+])
+def test_statements_that_are_not_read_backs(observer: SemanticActObserver, text: str) -> None:
+    assert all(a.act != "read_back" for a in observer.observe(text)), observer.observe(text)
+
+
+# --------------------------------------------------------------------------- details
+
+
+def test_act_carries_artifact_and_text(observer: SemanticActObserver) -> None:
+    (ask,) = observer.observe("What is your date of birth?")
+    assert ask == Act(act="ask", field="date_of_birth", artifact="enr_1",
+                      text="What is your date of birth?")
+    (req,) = observer.observe("Shall I submit the enrollment?")
+    assert (req.action, req.artifact, req.field) == ("commit:enr_1", "enr_1", None)
+
+
+def test_multi_sentence_turn_keeps_order(observer: SemanticActObserver) -> None:
+    turn = ("Hi, thanks for calling. I have your date of birth as July ninth. "
+            "How many dependents will you cover? Shall I submit it? Have a great day.")
+    assert _summary(observer.observe(turn)) == [
+        ("greet", None), ("read_back", "date_of_birth"), ("ask", "dependent_count"),
+        ("request_approval", "commit:enr_1"), ("close", None),
+    ]
+    assert [a.text for a in observer.observe(turn)][1] == "I have your date of birth as July ninth."
+
+
+def test_act_is_frozen(observer: SemanticActObserver) -> None:
+    (act,) = observer.observe("Hello")
+    with pytest.raises(ValueError):
+        act.act = "close"  # type: ignore[misc]
+
+
+def test_empty_transcript(observer: SemanticActObserver) -> None:
+    assert observer.observe("") == []
+    assert observer.observe("   ...  ") == []
+
+
+def _two_rule_task() -> TaskSpec:
+    enrollment = make_task().artifacts[0].model_dump()
+    leave = {
+        "id": "leave_1", "kind": "leave_request", "title": "Leave request",
+        "fields": [_field("start_date", "start date", ["first day off"])],
+    }
+    return make_task(
+        artifacts=[enrollment, leave],
+        authorization=[
+            {"action": "commit:enr_1", "tool": "commit_enrollment", "artifact": "enr_1",
+             "verbs": ["submit", "commit", "enroll"]},
+            {"action": "submit:leave_1", "tool": "submit_leave", "artifact": "leave_1",
+             "verbs": ["submit", "file"]},
+        ],
+    )
+
+
+@pytest.mark.parametrize(("text", "action"), [
+    ("May I submit the leave request?", "submit:leave_1"),
+    ("Shall I submit the enrollment?", "commit:enr_1"),
+    ("Should I file it?", "submit:leave_1"),
+    ("Would you like me to enroll you now?", "commit:enr_1"),
+    ("Shall I submit it?", None),            # two rules share "submit": ambiguous
+    ("Are you happy for me to go ahead?", None),  # no verb, several gated actions
+])
+def test_action_resolution_with_several_rules(text: str, action: str | None) -> None:
+    obs = SemanticActObserver(_two_rule_task())
+    (act,) = obs.observe(text)
+    assert act.act == "request_approval"
+    assert act.action == action
+
+
+def test_fields_across_artifacts() -> None:
+    obs = SemanticActObserver(_two_rule_task())
+    (act,) = obs.observe("What's the start date?")
+    assert (act.act, act.field, act.artifact) == ("ask", "start_date", "leave_1")
+
+
+def test_task_without_rules_still_detects_approval_requests() -> None:
+    obs = SemanticActObserver(make_task(authorization=[]))
+    (act,) = obs.observe("Shall I submit the enrollment?")
+    assert (act.act, act.action) == ("request_approval", None)
+    assert _summary(obs.observe("Should I file it?")) == [("ask", None)]
