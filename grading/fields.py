@@ -636,3 +636,17 @@ def grade_spec(field: FieldSpec, pred: Any) -> FieldGrade:
         options=field.options,
         threshold=field.threshold,
     )
+
+
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def argument_matches(expected: Any, given: Any) -> bool:
+    """Whether a tool argument the agent gave equals an authored one: ISO dates by calendar
+    day (so "June 2, 2027" matches "2027-06-02"), everything else case-folded text. Used by
+    lookup tools in the Workbench and by required-action checks in grading."""
+    if is_empty(given):
+        return False
+    if isinstance(expected, str) and _ISO_DAY.fullmatch(expected):
+        return grade_value("normalized_date", expected, given).correct
+    return canonical_text(given) == canonical_text(expected)

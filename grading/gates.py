@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from grading.fields import grade_value, is_empty
+from grading.fields import argument_matches, grade_value, is_empty
 from grading.judge import Judge, score_field
 from runtime.events import (
     AgentAct,
@@ -178,21 +178,15 @@ def describe(pred: Predicate) -> str:
     return json.dumps(pred.model_dump(mode="json"), sort_keys=True)
 
 
-def _action_done(req: RequiredAction, events: Sequence[Event], task: TaskSpec) -> bool:
+def _action_done(req: RequiredAction, events: Sequence[Event]) -> bool:
     ok_calls = {e.call_id for e in events if isinstance(e, ToolResult) and e.ok}
     for e in events:
         if (
             isinstance(e, ToolCall) and e.name == req.tool and e.call_id in ok_calls
-            and all(_arg_matches(v, e.args.get(k)) for k, v in req.args.items())
+            and all(argument_matches(v, e.args.get(k)) for k, v in req.args.items())
         ):
             return True
     return False
-
-
-def _arg_matches(expected: Any, given: Any) -> bool:
-    if given is None:
-        return False
-    return " ".join(str(given).casefold().split()) == " ".join(str(expected).casefold().split())
 
 
 def _artifact_valid(
@@ -239,7 +233,7 @@ def grade_events(
     reasons["AC"] = [
         f"required action not completed: {req.tool}"
         + (f" {json.dumps(req.args, sort_keys=True)}" if req.args else "")
-        for req in g.required_actions if not _action_done(req, events, task)
+        for req in g.required_actions if not _action_done(req, events)
     ]
     retrieved = {d for e in events if isinstance(e, ToolResult) and e.ok for d in e.evidence}
     reasons["AC"] += [f"required evidence never retrieved: {doc}"

@@ -144,6 +144,7 @@ class FrozenSimulator:
         self._current: _Utterance | None = None
         self._queue: list[tuple[int, UserPlan, str]] = []
         self._armed: list[_Armed] = []
+        self._armed_ids: set[str] = set()
         self._opened = False
         self.agent_has_spoken = False
 
@@ -244,6 +245,8 @@ class FrozenSimulator:
         self._current = _Utterance(plan=plan, realization=real, audio=audio)
 
     def _arm_after(self, plan_id: str) -> None:
+        """Arm the duplex events anchored on ``plan_id``; each fires at most once per run."""
         for event in self.task.duplex_events:
-            if event.anchor.after_plan == plan_id:
+            if event.anchor.after_plan == plan_id and event.id not in self._armed_ids:
+                self._armed_ids.add(event.id)
                 self._armed.append(_Armed(event=event))

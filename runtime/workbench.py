@@ -16,6 +16,7 @@ from typing import Any
 
 from rank_bm25 import BM25Okapi
 
+from grading.fields import argument_matches
 from runtime.events import (
     ArtifactLifecycle,
     ArtifactUpdate,
@@ -247,22 +248,11 @@ class Workbench:
         if missing:
             raise ToolError(f"{spec.name} needs argument(s): {', '.join(missing)}")
         for row in spec.rows:
-            if all(_same_value(v, args.get(k)) for k, v in row.match.items()):
+            if all(argument_matches(v, args.get(k)) for k, v in row.match.items()):
                 return dict(row.result)
         if spec.default is not None:
             return dict(spec.default)
         raise ToolError(f"{spec.name}: no record matches {args}")
-
-
-def _same_value(expected: str, given: Any) -> bool:
-    """Argument matching for lookup tools: dates by calendar day, otherwise case-folded."""
-    if given is None:
-        return False
-    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", expected):
-        from grading.fields import grade_value
-
-        return grade_value("normalized_date", expected, given).correct
-    return " ".join(str(given).casefold().split()) == " ".join(expected.casefold().split())
 
 
 def tool_schemas(task: TaskSpec) -> list[dict[str, Any]]:

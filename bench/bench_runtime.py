@@ -1,0 +1,103 @@
+"""Benchmarks for the headless loop. Prints figures; asserts nothing.
+
+1. Virtual media clock: media-minutes of scripted conversation per wall-second over every
+   bundled task's oracle (target: at least 30x real time), against the loop's own floor (the
+   same orchestrator with an agent that never speaks).
+2. Grading: runs per second without a judge over 120 run directories (target: 120 runs in
+   under 5 s), against the floor of only reading their event logs.
+
+Usage: .venv/bin/python bench/bench_runtime.py [--repeats N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from grading.gates import grade_run_dir
+from runtime.agents.base import AgentEvent, AgentSessionConfig
+from runtime.audio import Pcm
+from runtime.bank import BankPlayer
+from runtime.campaign import AgentFactory, parse_agent_spec, run_one
+from runtime.events import read_events
+from runtime.spec import default_tasks_dir, load_tasks
+
+
+class SilentAgent:
+    """Hears every frame and never answers: the orchestrator's own cost per frame."""
+
+    name = "silent"
+
+    async def connect(self, config: AgentSessionConfig) -> None: ...
+    async def send_audio(self, frame: Pcm, t_media_ms: int) -> None: ...
+    async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None: ...
+    async def poll(self, t_media_ms: int) -> list[AgentEvent]:
+        return []
+    async def truncated(self, heard_ms: int) -> None: ...
+    async def close(self) -> None: ...
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    tasks = load_tasks([default_tasks_dir()])
+    work = Path(tempfile.mkdtemp(prefix="apex-bench-"))
+    os.environ.setdefault("APEX_VOICE_CACHE_DIR", str(work / "cache"))
+    oracle = parse_agent_spec("scripted:oracle")
+
+    async def campaign(factory: AgentFactory, tag: str, repeats: int) -> tuple[float, float]:
+        media = 0.0
+        t0 = time.perf_counter()
+        for task in tasks:
+            for r in range(repeats):
+                res = await run_one(task, factory, work / tag / task.id / f"r{r}", seed=0,
+                                    repeat=r)
+                media += res.media_ms / 1000
+        return media, time.perf_counter() - t0
+
+    cold_media, cold_wall = asyncio.run(campaign(oracle, "cold", 1))
+    media, wall = asyncio.run(campaign(oracle, "warm", args.repeats))
+    for task in tasks:  # BankPlayer caches per process; build once so the floor is comparable
+        BankPlayer(task)
+    silent = AgentFactory("silent", lambda task: SilentAgent())
+    floor_media, floor_wall = asyncio.run(campaign(silent, "floor", 1))
+    print("== virtual media clock (scripted oracle conversations)")
+    print(f"tasks: {len(tasks)}, runs: {len(tasks) * args.repeats}, "
+          f"media: {media / 60:.2f} min, wall: {wall:.2f} s")
+    print(f"speed: {media / 60 / wall:.2f} media-min per wall-s = {media / wall:.0f}x real time"
+          f"  (target >= 30x)")
+    print(f"first run with cold agent-speech cache: {cold_media / cold_wall:.0f}x real time")
+    print(f"floor, silent agent (idle timeout): {floor_media / floor_wall:.0f}x real time")
+
+    # Grading throughput over 120 run directories.
+    sources = sorted((work / "warm").glob("*/r*"))
+    grade_dirs: list[Path] = []
+    for i in range(120):
+        dst = work / "grade" / f"run{i:03d}"
+        shutil.copytree(sources[i % len(sources)], dst)
+        grade_dirs.append(dst)
+    index = {t.id: t for t in tasks}
+    t0 = time.perf_counter()
+    for d in grade_dirs:
+        read_events(d / "events.jsonl")
+    read_wall = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    passed = sum(grade_run_dir(d, index).WS for d in grade_dirs)
+    grade_wall = time.perf_counter() - t0
+    print("== grading without a judge")
+    rate = len(grade_dirs) / grade_wall
+    print(f"graded {len(grade_dirs)} runs in {grade_wall:.2f} s = {rate:.0f} runs/s"
+          f"  (target: 120 runs < 5 s); WS=1 in {passed}")
+    print(f"floor, reading the event logs only: {read_wall:.2f} s")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
