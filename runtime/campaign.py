@@ -8,6 +8,7 @@ one (a crash) is moved aside to ``OUT/.incomplete/`` and run again, never delete
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import os
 import time
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.agents.base import AgentAdapter
+from runtime.agents.registry import PROVIDER_MODULES
 from runtime.agents.scripted import ScriptedAgent, load_script
 from runtime.bank import BankPlayer, EspeakEngine, SpeechCache
 from runtime.orchestrator import ClockMode, Orchestrator, RunResult
@@ -57,6 +59,15 @@ def parse_agent_spec(spec: str) -> AgentFactory:
             return ScriptedAgent(load_script(path), speech, label=f"scripted:{path.stem}")
 
         return AgentFactory(spec, make)
+    if kind in PROVIDER_MODULES:
+        module = importlib.import_module(PROVIDER_MODULES[kind])
+        model = arg or None
+
+        def make_provider(task: TaskSpec) -> AgentAdapter:
+            adapter: AgentAdapter = module.make_adapter(model, os.environ)
+            return adapter
+
+        return AgentFactory(spec, make_provider)
     if kind in {"baseline", "openai-realtime", "gemini-live", "grok", "stepfun", "gpt-live"}:
         raise AgentSpecError(
             f"agent '{kind}' is not available in this version yet; use {AGENT_SPEC_HELP}"
