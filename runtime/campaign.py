@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtime.agents.base import AgentAdapter
-from runtime.agents.registry import PROVIDER_MODULES
+from runtime.agents.registry import PROVIDER_MODULES, available
 from runtime.agents.scripted import ScriptedAgent, load_script
 from runtime.bank import BankPlayer, EspeakEngine, SpeechCache
 from runtime.orchestrator import ClockMode, Orchestrator, RunResult
@@ -59,7 +59,7 @@ def parse_agent_spec(spec: str) -> AgentFactory:
             return ScriptedAgent(load_script(path), speech, label=f"scripted:{path.stem}")
 
         return AgentFactory(spec, make)
-    if kind in PROVIDER_MODULES:
+    if available(kind):
         module = importlib.import_module(PROVIDER_MODULES[kind])
         model = arg or None
 

@@ -10,5 +10,24 @@ breaks the others. Each provider module exposes
 
 from __future__ import annotations
 
-PROVIDER_MODULES: dict[str, str] = {}
-"""Agent kind → module path exposing ``make_adapter``. Filled in as providers land."""
+import importlib.util
+
+PROVIDER_MODULES: dict[str, str] = {
+    "openai-realtime": "runtime.agents.providers.openai_realtime",
+    "grok": "runtime.agents.providers.grok",
+    "stepfun": "runtime.agents.providers.stepfun",
+    "gpt-live": "runtime.agents.providers.gpt_live",
+    "gemini-live": "runtime.agents.providers.gemini_live",
+}
+"""Agent kind → module exposing ``make_adapter``."""
+
+
+def available(kind: str) -> bool:
+    """Whether the provider module for ``kind`` exists in this checkout."""
+    module = PROVIDER_MODULES.get(kind)
+    if module is None:
+        return False
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
