@@ -1,0 +1,120 @@
+"""Runtime edges: realtime pacing, infrastructure drops, bank build and verify."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grading.gates import grade_run_dir
+from grading.report import campaign_outcomes
+from runtime.agents.base import AgentEvent, AgentSessionConfig, InfrastructureError
+from runtime.agents.scripted import ScriptedAgent, load_script
+from runtime.audio import Pcm
+from runtime.bank import BankPlayer, EspeakEngine, SpeechCache, TTSError, build_bank, verify_bank
+from runtime.bank_manifest import load_manifest
+from runtime.campaign import cache_dir
+from runtime.events import SessionEnd, read_events
+from runtime.orchestrator import MediaClock, Orchestrator
+from runtime.simulator import FrozenSimulator
+from runtime.spec import find_task, load_task
+from tests.conftest import bundled_tasks
+
+
+def test_realtime_clock_is_paced_by_the_wall_clock() -> None:
+    async def ten_ticks() -> float:
+        clock = MediaClock("realtime")
+        t0 = time.monotonic()
+        for _ in range(10):
+            await clock.tick()
+        return time.monotonic() - t0
+
+    assert asyncio.run(ten_ticks()) >= 0.39  # 10 × 40 ms of media never runs ahead
+    virtual = MediaClock("virtual")
+    asyncio.run(virtual.tick())
+    assert virtual.t_ms == 40
+
+
+class DroppingAgent:
+    """The oracle until 20 s of media, then the connection is lost."""
+
+    def __init__(self, inner: ScriptedAgent) -> None:
+        self.inner = inner
+        self.name = "dropping"
+
+    async def connect(self, config: AgentSessionConfig) -> None:
+        await self.inner.connect(config)
+
+    async def send_audio(self, frame: Pcm, t_media_ms: int) -> None:
+        if t_media_ms >= 20_000:
+            raise InfrastructureError("websocket closed by peer (1006) mid-response")
+        await self.inner.send_audio(frame, t_media_ms)
+
+    async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None:
+        await self.inner.send_tool_result(call_id, output)
+
+    async def poll(self, t_media_ms: int) -> list[AgentEvent]:
+        return await self.inner.poll(t_media_ms)
+
+    async def truncated(self, heard_ms: int) -> None:
+        await self.inner.truncated(heard_ms)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def test_connection_loss_is_an_infrastructure_drop_not_an_agent_failure(tmp_path: Path) -> None:
+    task = find_task("apexv1_001")
+    speech = SpeechCache(EspeakEngine(), cache_dir() / "agent-speech")
+    agent = DroppingAgent(ScriptedAgent(load_script(task.folder / "scripts/oracle.yaml"), speech))
+    run_dir = tmp_path / "apexv1_001" / "r0"
+    orch = Orchestrator(task, agent, FrozenSimulator(task, 0, BankPlayer(task)), run_dir,
+                        agent_spec="dropping", seed=0, meta_extra={"repeat": 0})
+    result = asyncio.run(orch.run())
+    assert result.end_reason == "infrastructure_error"
+    end = read_events(run_dir / "events.jsonl").events[-1]
+    assert isinstance(end, SessionEnd) and end.failure_class == "infrastructure"
+    assert "1006" in end.detail
+    grade = grade_run_dir(run_dir, {t.id: t for t in bundled_tasks()})
+    assert grade.infrastructure_failure and grade.problems == []
+    (outcome,) = campaign_outcomes(tmp_path, {t.id: t for t in bundled_tasks()})
+    assert outcome.infrastructure_failure  # excluded from Pass@k by grading.metrics
+
+
+@pytest.fixture
+def task_copy(tmp_path: Path) -> Path:
+    dst = tmp_path / "apexv1_070"
+    shutil.copytree(find_task("apexv1_070").folder, dst)
+    return dst
+
+
+def test_bank_build_is_deterministic_and_verifies(task_copy: Path) -> None:
+    task = load_task(task_copy)
+    before = {i.realization: i.sha256 for i in load_manifest(task_copy).items}  # type: ignore[union-attr]
+    build_bank(task, EspeakEngine(), force=True)
+    first = {i.realization: i.sha256 for i in load_manifest(task_copy).items}  # type: ignore[union-attr]
+    build_bank(task, EspeakEngine(), force=True)
+    second = {i.realization: i.sha256 for i in load_manifest(task_copy).items}  # type: ignore[union-attr]
+    assert first == second
+    assert verify_bank(task) == []
+    if load_manifest(task_copy).engine == load_manifest(find_task("apexv1_070").folder).engine:  # type: ignore[union-attr]
+        assert first == before  # the committed bank is what this engine builds
+    victim = task_copy / "bank" / "opening_r1.flac"
+    victim.write_bytes(victim.read_bytes()[:-100])
+    assert verify_bank(task) == [f"{victim}: checksum mismatch (realization opening_r1)"]
+    victim.unlink()
+    assert verify_bank(task) == [f"{victim}: missing (realization opening_r1)"]
+
+
+def test_bank_build_names_a_missing_voice_and_engine(task_copy: Path) -> None:
+    task = load_task(task_copy)
+    bad_voice = task.model_copy(update={"user": task.user.model_copy(update={
+        "persona": task.user.persona.model_copy(update={"voice": "xx-nonexistent"})})})
+    with pytest.raises(TTSError, match="voice 'xx-nonexistent'"):
+        build_bank(bad_voice, EspeakEngine(), force=True)
+    with pytest.raises(TTSError, match="'no-such-tts' not found"):
+        build_bank(task, EspeakEngine(binary="no-such-tts"), force=True)
