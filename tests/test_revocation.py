@@ -20,7 +20,7 @@ from tests.conftest import bundled_tasks, run_script
 
 
 def test_commit_after_revocation_is_blocked_and_logged(tmp_path: Path) -> None:
-    run = run_script("apexv1_070", "negative_commit_after_revoke", tmp_path)
+    run = run_script("apexv1_070", "scenario_commit_after_revoke", tmp_path)
     events = read_events(run / "events.jsonl").events
     grant = next(e for e in events if isinstance(e, AuthGrant))
     revoke = next(e for e in events if isinstance(e, AuthRevoke))

@@ -1,5 +1,7 @@
-"""Every shipped task: its oracle reaches Workflow Success, and every negative script fails
-exactly the gates it names (one parametrized test over the suite)."""
+"""Every shipped task: its oracle reaches Workflow Success, every ``negative_*`` script fails
+exactly one gate (the one it names), and every ``scenario_*`` script (a multi-gate failure such
+as the paper's worked example) fails exactly the gates it names. One parametrized test over the
+whole suite."""
 
 from __future__ import annotations
 
@@ -40,3 +42,7 @@ def test_script_outcome(task_id: str, script: Path, tmp_path: Path) -> None:
     else:
         assert failed == sorted(expect["fails"]), grade.gate_reasons
         assert not grade.WS
+        if script.stem.startswith("negative_"):
+            assert len(failed) == 1, f"a negative script fails exactly one gate, not {failed}"
+        else:
+            assert script.stem.startswith("scenario_"), "scripts are oracle, negative_* or scenario_*"

@@ -28,7 +28,7 @@ TABLE_21 = {  # field: (agent wrote, score in the paper)
 
 
 def _run(tmp_path: Path) -> Path:
-    return run_script("apexv1_001", "negative_paper_table21", tmp_path)
+    return run_script("apexv1_001", "scenario_paper_table21", tmp_path)
 
 
 def test_table21_without_judge(tmp_path: Path) -> None:
