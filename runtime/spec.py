@@ -23,26 +23,48 @@ class _Strict(BaseModel):
 
 # --------------------------------------------------------------------------- taxonomy
 
-class Taxonomy(_Strict):
-    """The paper's eleven taxonomy dimensions (§3.1, appendix A)."""
+Archetype = Literal[
+    "form-fill", "interview", "intake", "troubleshoot", "negotiate",
+    "coordinate", "discovery", "advise", "facilitate", "inspect",
+]
+Industry = Literal[
+    "software/SaaS", "horizontal enterprise", "manufacturing/field operations",
+    "professional services", "workplace/HR", "healthcare", "insurance",
+]
+ArtifactClass = Literal[
+    "structured form", "case record", "CRM record", "evidence matrix", "memo/report",
+    "plan/checklist", "schedule", "ticket", "timeline", "negotiation record", "work order",
+]
+DuplexPhenomenon = Literal[
+    "barge-in", "overlap", "mid-speech correction", "cancellation", "clarification",
+    "backchannel",
+]
+DelegationPattern = Literal["delegate", "complete", "revise", "follow-through", "approve"]
+Autonomy = Literal["prepare-only", "draft-confirm", "low-risk-execute", "approval-gated"]
+KnowledgeBurden = Literal["none", "supplied-evidence", "small-search", "multi-document"]
+ToolBurden = Literal["light", "moderate"]
+UserBehavior = Literal[
+    "cooperative", "correction-prone", "ambiguous", "distracted", "expert", "low-tech",
+    "novice", "verbose",
+]
+Risk = Literal["routine", "sensitive-data", "consequential-action", "special-review"]
 
-    archetype: Literal[
-        "form-fill", "interview", "intake", "troubleshoot", "negotiate",
-        "coordinate", "discovery", "advise", "facilitate", "inspect",
-    ]
-    industry: str
-    artifact_class: str
+
+class Taxonomy(_Strict):
+    """The paper's eleven taxonomy dimensions (§3.1, appendix A), with the labels the paper
+    realizes (Table 6 and Figure 3)."""
+
+    archetype: Archetype
+    industry: Industry
+    artifact_class: ArtifactClass
     economic_role: str
-    duplex: list[str] = Field(min_length=1)
-    delegation: list[str] = Field(min_length=1)
-    autonomy: Literal["prepare-only", "draft-confirm", "low-risk-execute", "approval-gated"]
-    knowledge: Literal["none", "supplied-evidence", "small-search", "multi-document"]
-    tool_burden: Literal["light", "moderate", "heavy"]
-    user_behavior: Literal[
-        "cooperative", "ambiguous", "correction-prone", "expert", "distracted",
-        "verbose", "terse", "anxious",
-    ]
-    risk: Literal["low", "medium", "high"]
+    duplex: list[DuplexPhenomenon] = Field(min_length=1)
+    delegation: list[DelegationPattern] = Field(min_length=1)
+    autonomy: Autonomy
+    knowledge: KnowledgeBurden
+    tool_burden: ToolBurden
+    user_behavior: UserBehavior
+    risk: Risk
 
 
 # --------------------------------------------------------------------------- artifacts

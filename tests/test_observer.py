@@ -45,10 +45,10 @@ def make_task(
     return TaskSpec.model_validate({
         "id": "obs_test", "title": "Observer test",
         "taxonomy": {
-            "archetype": "form-fill", "industry": "hr", "artifact_class": "form",
-            "economic_role": "admin", "duplex": ["none"], "delegation": ["full"],
+            "archetype": "form-fill", "industry": "workplace/HR", "artifact_class": "structured form",
+            "economic_role": "admin", "duplex": ["barge-in"], "delegation": ["complete"],
             "autonomy": "approval-gated", "knowledge": "none", "tool_burden": "light",
-            "user_behavior": "cooperative", "risk": "medium",
+            "user_behavior": "cooperative", "risk": "routine",
         },
         "objective": "Enroll the caller.", "context": "Benefits desk.",
         "artifacts": artifacts,
