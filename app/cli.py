@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -45,8 +46,13 @@ def tasks() -> None:
 @tasks.command("list")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def tasks_list(paths: tuple[Path, ...], as_json: bool) -> None:
-    """List the workflows with their taxonomy labels."""
+@click.option("--composition", "comp_json", is_flag=True,
+              help="With --json: print the composition table instead of the task rows.")
+def tasks_list(paths: tuple[Path, ...], as_json: bool, comp_json: bool) -> None:
+    """List the workflows with their taxonomy labels, then the suite's composition against
+    the paper's (Figure 3)."""
+    from runtime.composition import composition_table, format_composition
+
     loaded = _load_all(paths)
     rows = [
         {"id": t.id, "title": t.title, **t.taxonomy.model_dump(),
@@ -54,13 +60,17 @@ def tasks_list(paths: tuple[Path, ...], as_json: bool) -> None:
         for t in loaded
     ]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        payload: Any = ([r.model_dump() for r in composition_table(loaded)] if comp_json
+                        else rows)
+        click.echo(json.dumps(payload, indent=2))
         return
     for r in rows:
         click.echo(
             f"{r['id']:<12} {r['archetype']:<12} {r['autonomy']:<16} "
             f"{r['graded_fields']:>2} fields  {r['title']}"
         )
+    click.echo("")
+    click.echo(format_composition(loaded))
 
 
 @tasks.command("validate")
