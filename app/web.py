@@ -1,0 +1,83 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import HTTPException as FastAPIHTTPException
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from starlette.middleware.sessions import SessionMiddleware
+
+from app.auth import LoginRequired, csrf_token
+from app.catalogue import Catalogue
+from app.db import make_engine, migrate
+from app.deps import is_htmx
+from app.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+templates = Jinja2Templates(directory=str(ROOT / "templates"))
+templates.env.globals["csrf_token"] = csrf_token
+
+
+def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+    """A full page, or its ``_partial`` fragment for an HTMX request when one exists."""
+    return templates.TemplateResponse(request, name, context, status_code=status)
+
+
+def page_or_fragment(
+    request: Request, page: str, fragment: str, context: dict[str, Any]
+) -> Response:
+    return render(request, fragment if is_htmx(request) else page, context)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.db_url())
+    migrate(engine)
+    app = FastAPI(title="APEX-Voice Studio", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.catalogue = Catalogue.load(settings.tasks_dir)
+    app.add_middleware(
+        SessionMiddleware, secret_key=settings.session_secret(), same_site="lax",
+        https_only=settings.secure_cookies, session_cookie="apex_session",
+    )
+    app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
+
+    from app.routes import auth_routes, runs, tasks
+
+    app.include_router(auth_routes.router)
+    app.include_router(tasks.router)
+    app.include_router(runs.router)
+
+    @app.exception_handler(LoginRequired)
+    async def _login(request: Request, exc: LoginRequired) -> Response:
+        target = f"/login?next={exc.next_url}"
+        if is_htmx(request):
+            return Response(status_code=401, headers={"HX-Redirect": target})
+        return RedirectResponse(target, status_code=303)
+
+    @app.exception_handler(FastAPIHTTPException)
+    async def _http(request: Request, exc: FastAPIHTTPException) -> Response:
+        if exc.status_code in (404, 403, 400):
+            return render(request, "error.html", {"status": exc.status_code,
+                                                  "message": exc.detail}, status=exc.status_code)
+        return HTMLResponse(str(exc.detail), status_code=exc.status_code)
+
+    from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _not_found(request: Request, exc: StarletteHTTPException) -> Response:
+        return render(request, "error.html", {"status": exc.status_code,
+                                              "message": exc.detail}, status=exc.status_code)
+
+    @app.get("/", include_in_schema=False)
+    async def _root() -> RedirectResponse:
+        return RedirectResponse("/tasks", status_code=303)
+
+    return app

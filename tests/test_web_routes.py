@@ -1,0 +1,144 @@
+"""In-process tests of every web route: login required, CSRF enforced, HTMX fragments vs full
+pages, 404 pages, and replay of damaged run directories."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlmodel import Session
+
+from app.auth import create_user
+from app.settings import Settings
+from app.web import create_app
+from tests.conftest import run_script
+
+PASSWORD = "correct horse battery"
+
+
+@pytest.fixture(scope="module")
+def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("runs")
+    run_script("apexv1_070", "oracle", out / "camp")
+    run_script("apexv1_001", "negative_stale_correction", out / "camp")
+    return out
+
+
+@pytest.fixture
+def client(tmp_path: Path, runs_source: Path) -> Iterator[TestClient]:
+    settings = Settings(data_dir=tmp_path / "data", secret_key="test-secret")
+    shutil.copytree(runs_source, settings.runs_dir)
+    app = create_app(settings)
+    with Session(app.state.engine) as session:
+        create_user(session, "ada", PASSWORD)
+    with TestClient(app) as c:
+        yield c
+
+
+def _csrf(client: TestClient, path: str = "/login") -> str:
+    html = client.get(path).text
+    match = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert match, html[:500]
+    return match.group(1)
+
+
+def login(client: TestClient) -> None:
+    token = _csrf(client)
+    r = client.post("/login", data={"csrf_token": token, "username": "ada",
+                                    "password": PASSWORD, "next": "/tasks"},
+                    follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/tasks"
+
+
+RESEARCHER_PAGES = [
+    "/tasks", "/tasks/apexv1_001", "/tasks/apexv1_001/audio/opening_r1", "/runs",
+    "/runs/camp/apexv1_070/r0/replay", "/runs/camp/apexv1_070/r0/trace.wav",
+    "/runs/camp/apexv1_070/r0/peaks.json",
+]
+
+
+@pytest.mark.parametrize("path", RESEARCHER_PAGES)
+def test_every_researcher_page_needs_a_login(client: TestClient, path: str) -> None:
+    r = client.get(path, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/login?next=")
+    r = client.get(path, headers={"HX-Request": "true"}, follow_redirects=False)
+    assert r.status_code == 401 and r.headers["HX-Redirect"].startswith("/login")
+    login(client)
+    assert client.get(path).status_code == 200
+
+
+def test_login_rejects_wrong_password_and_missing_csrf(client: TestClient) -> None:
+    token = _csrf(client)
+    r = client.post("/login", data={"csrf_token": token, "username": "ada", "password": "nope"})
+    assert r.status_code == 401 and "Wrong username or password" in r.text
+    r = client.post("/login", data={"username": "ada", "password": PASSWORD})
+    assert r.status_code == 403 and "CSRF" in r.text
+    r = client.post("/login", data={"csrf_token": "forged", "username": "ada",
+                                    "password": PASSWORD})
+    assert r.status_code == 403
+
+
+def test_logout_needs_csrf(client: TestClient) -> None:
+    login(client)
+    assert client.post("/logout").status_code == 403
+    assert client.get("/tasks").status_code == 200  # still logged in
+    token = _csrf(client, "/tasks")
+    r = client.post("/logout", data={"csrf_token": token}, follow_redirects=False)
+    assert r.status_code == 303
+    assert client.get("/tasks", follow_redirects=False).status_code == 303
+
+
+def test_htmx_gets_fragments_plain_requests_get_pages(client: TestClient) -> None:
+    login(client)
+    full = client.get("/tasks")
+    assert full.text.lstrip().startswith("<!doctype html>") and "apexv1_070" in full.text
+    frag = client.get("/tasks?archetype=coordinate", headers={"HX-Request": "true"})
+    assert "<html" not in frag.text and "apexv1_070" in frag.text
+    assert "apexv1_001" not in frag.text
+    runs = client.get("/runs?outcome=fail", headers={"HX-Request": "true"})
+    assert "<html" not in runs.text and "apexv1_001" in runs.text and "apexv1_070" not in runs.text
+    assert "Suite composition" in full.text
+
+
+def test_task_page_lists_reveal_graph_and_plays_audio(client: TestClient) -> None:
+    login(client)
+    page = client.get("/tasks/apexv1_070").text
+    assert "barge_revoke" in page and "600 ms into the agent turn after approve_first" in page
+    audio = client.get("/tasks/apexv1_070/audio/barge_revoke_r1")
+    assert audio.status_code == 200 and audio.content[:4] == b"fLaC"
+
+
+def test_unknown_ids_give_404_pages(client: TestClient) -> None:
+    login(client)
+    for path in ["/tasks/nope_999", "/tasks/apexv1_001/audio/nope", "/runs/nope/replay",
+                 "/runs/../../etc/replay", "/no/such/page"]:
+        r = client.get(path)
+        assert r.status_code == 404, path
+        assert "<!doctype html>" in r.text and "Traceback" not in r.text
+
+
+def test_replay_page_has_events_and_grade(client: TestClient) -> None:
+    login(client)
+    page = client.get("/runs/camp/apexv1_001/r0/replay").text
+    assert 'id="events-data"' in page and "artifact.update" in page
+    assert "(stale)" in page  # the stale date of birth is marked in the field diff
+    peaks = client.get("/runs/camp/apexv1_001/r0/peaks.json").json()
+    assert len(peaks["peaks"]) == 2 and peaks["duration"] > 30
+    assert len(peaks["peaks"][0]) == pytest.approx(peaks["duration"] * 50, abs=2)
+
+
+def test_damaged_run_directories_open_with_notices(client: TestClient, tmp_path: Path) -> None:
+    login(client)
+    run = Path(client.app.state.settings.runs_dir) / "camp" / "apexv1_070" / "r0"  # type: ignore[attr-defined]
+    lines = (run / "events.jsonl").read_text().splitlines()
+    (run / "events.jsonl").write_text("\n".join(lines[:40]) + "\n" + lines[40][:25])
+    (run / "trace.wav").unlink()
+    page = client.get("/runs/camp/apexv1_070/r0/replay")
+    assert page.status_code == 200
+    assert "unreadable event" in page.text and "did not finish" in page.text
+    assert "no stereo trace" in page.text
+    assert client.get("/runs/camp/apexv1_070/r0/trace.wav").status_code == 404
