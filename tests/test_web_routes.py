@@ -25,6 +25,7 @@ def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs")
     run_script("apexv1_070", "oracle", out / "camp")
     run_script("apexv1_001", "negative_stale_correction", out / "camp")
+    (out / "camp" / "campaign.json").write_text('{"agent": "scripted", "seed": 0}')
     return out
 
 
@@ -57,7 +58,8 @@ def login(client: TestClient) -> None:
 RESEARCHER_PAGES = [
     "/tasks", "/tasks/apexv1_001", "/tasks/apexv1_001/audio/opening_r1", "/runs",
     "/runs/camp/apexv1_070/r0/replay", "/runs/camp/apexv1_070/r0/trace.wav",
-    "/runs/camp/apexv1_070/r0/peaks.json",
+    "/runs/camp/apexv1_070/r0/peaks.json", "/campaigns", "/campaigns/camp",
+    "/campaigns/camp/report.json", "/campaigns/camp/runs.csv", "/campaigns/camp/slices.csv",
 ]
 
 
@@ -142,3 +144,18 @@ def test_damaged_run_directories_open_with_notices(client: TestClient, tmp_path:
     assert "unreadable event" in page.text and "did not finish" in page.text
     assert "no stereo trace" in page.text
     assert client.get("/runs/camp/apexv1_070/r0/trace.wav").status_code == 404
+
+
+def test_campaign_dashboard_and_downloads(client: TestClient) -> None:
+    login(client)
+    page = client.get("/campaigns/camp").text
+    assert "Gate decomposition" in page and "Reliability" in page and "Floor control" in page
+    report = client.get("/campaigns/camp/report.json").json()
+    assert report["report"]["n_runs"] == 2
+    assert report["report"]["pass_at_1"]["value"] == 0.5  # 070 oracle passes, 001 negative fails
+    assert report["yield_rate"] == 1.0  # the oracle yielded to its one barge-in
+    csv_rows = client.get("/campaigns/camp/runs.csv").text.strip().splitlines()
+    assert csv_rows[0].startswith("run_id,path,task_id") and len(csv_rows) == 3
+    assert "archetype,coordinate" in client.get("/campaigns/camp/slices.csv").text
+    assert "camp" in client.get("/campaigns").text
+    assert client.get("/campaigns/nope").status_code == 404
