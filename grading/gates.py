@@ -100,6 +100,17 @@ def _superseded_values(task: TaskSpec, spec: FieldSpec) -> list[Any]:
     return [v.value for v in fact.versions[:-1]]
 
 
+def _matches(spec: FieldSpec, reference: Any, pred: Any) -> bool:
+    """Whether ``pred`` matches ``reference`` under the field's grader. A superseded fact
+    version need not be in the grader's format ("end of Q1" for a date field): such a
+    reference cannot be matched, so it never makes a value stale."""
+    try:
+        return grade_value(spec.grader, reference, pred, tolerance=spec.tolerance,
+                           options=spec.options, threshold=spec.threshold).correct
+    except ValueError:
+        return False
+
+
 def grade_fields(
     task: TaskSpec, state: FinalState, judge: Judge | None
 ) -> list[FieldResult]:
@@ -109,10 +120,7 @@ def grade_fields(
         for spec in art.fields:
             pred = values.get(spec.name)
             stale = not is_empty(pred) and any(
-                grade_value(spec.grader, old, pred, tolerance=spec.tolerance,
-                            options=spec.options, threshold=spec.threshold).correct
-                and not grade_value(spec.grader, spec.gold, pred, tolerance=spec.tolerance,
-                                    options=spec.options, threshold=spec.threshold).correct
+                _matches(spec, old, pred) and not _matches(spec, spec.gold, pred)
                 for old in _superseded_values(task, spec)
             )
             if stale:

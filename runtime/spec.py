@@ -335,7 +335,9 @@ class AnchorAfterPlan(_Strict):
 
 class DuplexEvent(_Strict):
     id: str
-    kind: Literal["barge_in", "overlap", "backchannel", "correction", "cancellation"]
+    kind: Literal[
+        "barge_in", "overlap", "backchannel", "correction", "cancellation", "clarification",
+    ]
     plan: str
     anchor: AnchorAfterPlan
 

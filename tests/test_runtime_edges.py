@@ -103,7 +103,7 @@ def test_bank_build_is_deterministic_and_verifies(task_copy: Path) -> None:
     assert verify_bank(task) == []
     if load_manifest(task_copy).engine == load_manifest(find_task("apexv1_070").folder).engine:  # type: ignore[union-attr]
         assert first == before  # the committed bank is what this engine builds
-    victim = task_copy / "bank" / "opening_r1.flac"
+    victim = task_copy / "bank" / "opening_r1.ogg"
     victim.write_bytes(victim.read_bytes()[:-100])
     assert verify_bank(task) == [f"{victim}: checksum mismatch (realization opening_r1)"]
     victim.unlink()
@@ -118,3 +118,21 @@ def test_bank_build_names_a_missing_voice_and_engine(task_copy: Path) -> None:
         build_bank(bad_voice, EspeakEngine(), force=True)
     with pytest.raises(TTSError, match="'no-such-tts' not found"):
         build_bank(task, EspeakEngine(binary="no-such-tts"), force=True)
+
+
+def test_unparsable_superseded_version_never_crashes_grading() -> None:
+    from grading.gates import FinalState, grade_fields
+    from runtime.spec import FactVersion, Lifecycle
+
+    task = find_task("apexv1_070")
+    fact = task.user.fact("end_date")
+    assert fact is not None
+    odd = fact.model_copy(update={"versions": [FactVersion(value="end of Q2"),
+                                               *fact.versions[1:]]})
+    user = task.user.model_copy(update={"facts": [odd if f.id == "end_date" else f
+                                                  for f in task.user.facts]})
+    task = task.model_copy(update={"user": user})
+    state = FinalState(fields={"lr_1": {"end_date": "June 11, 2027"}},
+                       lifecycle={"lr_1": Lifecycle.COMMITTED})
+    (end,) = [f for f in grade_fields(task, state, None) if f.field == "end_date"]
+    assert end.correct and not end.stale
