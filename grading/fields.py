@@ -639,6 +639,8 @@ def grade_spec(field: FieldSpec, pred: Any) -> FieldGrade:
 
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_IDENTIFIER = re.compile(r"(?=[^ ]*[A-Za-z])(?=[^ ]*\d)[A-Za-z0-9][A-Za-z0-9_./-]*")
+"""One token mixing letters and digits, e.g. INV-20419 or E4471."""
 
 
 def argument_matches(expected: Any, given: Any) -> bool:
@@ -649,4 +651,7 @@ def argument_matches(expected: Any, given: Any) -> bool:
         return False
     if isinstance(expected, str) and _ISO_DAY.fullmatch(expected):
         return grade_value("normalized_date", expected, given).correct
+    if isinstance(expected, str) and _IDENTIFIER.fullmatch(expected.strip()):
+        # "INV20419", "inv 20419" and "INV-20419" name the same record.
+        return canonical_identifier(given) == canonical_identifier(expected)
     return canonical_text(given) == canonical_text(expected)

@@ -87,3 +87,13 @@ def test_tool_schemas_are_openai_function_definitions() -> None:
     assert upd["required"] == ["fields"]
     assert "end_date" in upd["properties"]["fields"]["properties"]
     assert schemas["check_availability"]["parameters"]["required"] == ["start_date", "end_date"]
+
+
+def test_identifier_arguments_match_across_separators() -> None:
+    from grading.fields import argument_matches
+
+    assert argument_matches("INV-20419", "INV20419")
+    assert argument_matches("INV-20419", "inv 20419")
+    assert not argument_matches("INV-20419", "INV-20418")
+    assert argument_matches("2027-06-02", "June 2nd, 2027")
+    assert not argument_matches("Kestrel Logistics", "Kestrel")
