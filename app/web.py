@@ -49,12 +49,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
 
-    from app.routes import auth_routes, campaigns, runs, tasks
+    from app.routes import auth_routes, campaigns, demo, runs, tasks
 
     app.include_router(auth_routes.router)
     app.include_router(tasks.router)
     app.include_router(runs.router)
     app.include_router(campaigns.router)
+    app.include_router(demo.router)
 
     @app.exception_handler(LoginRequired)
     async def _login(request: Request, exc: LoginRequired) -> Response:

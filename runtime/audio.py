@@ -93,3 +93,38 @@ class TraceWriter:
         if not self._file.closed:
             self.flush()
             self._file.close()
+
+
+class StreamResampler:
+    """Streaming soxr resampling of PCM16 mono from ``in_rate`` to ``out_rate``.
+
+    Audio crosses an adapter 40 ms at a time; resampling each chunk on its own (``resample``)
+    would restart the filter at every boundary (a click per frame and a length drift), so each
+    direction of a session keeps one stream whose filter state spans the chunks. A pass-through
+    when the rates match. ``flush`` returns the filter's tail and starts a fresh stream (call it
+    at the end of a response so its last few milliseconds are not held back).
+    """
+
+    def __init__(self, in_rate: int, out_rate: int) -> None:
+        self.in_rate = in_rate
+        self.out_rate = out_rate
+        self._stream = self._new()
+
+    def _new(self) -> soxr.ResampleStream | None:
+        if self.in_rate == self.out_rate:
+            return None
+        return soxr.ResampleStream(self.in_rate, self.out_rate, 1, dtype="int16", quality="HQ")
+
+    def push(self, pcm: Pcm) -> Pcm:
+        if self._stream is None:
+            return pcm
+        return np.asarray(self._stream.resample_chunk(pcm), dtype=np.int16)
+
+    def flush(self) -> Pcm:
+        if self._stream is None:
+            return np.zeros(0, dtype=np.int16)
+        tail = np.asarray(
+            self._stream.resample_chunk(np.zeros(0, dtype=np.int16), last=True), dtype=np.int16
+        )
+        self._stream = self._new()
+        return tail

@@ -1,14 +1,17 @@
 """The frozen speech bank (appendix B.2): compiling realizations to audio, and verifying it.
 
 A TTS engine turns realization text into audio once, offline; the runtime only ever plays the
-frozen files. ``apex-voice bank build`` writes ``tasks/<id>/bank/<realization>.flac`` plus
-``bank/manifest.json`` (text, duration, sample rate, sha256 per file).
+frozen files. ``apex-voice bank build`` writes ``tasks/<id>/bank/<realization>.ogg`` (Ogg/Opus;
+``.flac`` also works: the realization's ``audio`` path picks the format, see
+:mod:`runtime.bank_audio`) plus ``bank/manifest.json`` (text, duration, sample rate, sha256 per
+file). The committed bank is synthesized by :class:`runtime.tts_kokoro.KokoroEngine`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,7 +20,8 @@ from typing import Protocol
 import numpy as np
 import soundfile as sf
 
-from runtime.audio import SAMPLE_RATE, Pcm, read_mono, resample, rms
+from runtime.audio import SAMPLE_RATE, AudioFileError, Pcm, read_mono, resample, rms
+from runtime.bank_audio import write_bank_audio
 from runtime.bank_manifest import (
     BankItem,
     BankManifest,
@@ -33,7 +37,7 @@ class TTSError(Exception):
 
 
 class TTSEngine(Protocol):
-    """One seam for every speech synthesizer (espeak-ng now; Kokoro later)."""
+    """One seam for every speech synthesizer (Kokoro-82M for the bank, espeak-ng for tests)."""
 
     name: str
 
@@ -44,6 +48,18 @@ class TTSEngine(Protocol):
     def synthesize(self, text: str, *, voice: str, rate: float, seed: int) -> Pcm:
         """Mono PCM16 at :data:`SAMPLE_RATE`."""
         ...
+
+
+_KOKORO_VOICE = re.compile(r"(?P<lang>[ab])(?P<sex>[fm])_[a-z]+")
+
+
+def espeak_voice(voice: str) -> str:
+    """Persona voices name Kokoro voices (``af_heart``: American, female); espeak-ng speaks them
+    with the nearest espeak voice (``en-us+f3``). Other names pass through unchanged."""
+    m = _KOKORO_VOICE.fullmatch(voice)
+    if m is None:
+        return voice
+    return f"{'en-us' if m['lang'] == 'a' else 'en-gb'}+{m['sex']}3"
 
 
 class EspeakEngine:
@@ -69,6 +85,7 @@ class EspeakEngine:
 
     def synthesize(self, text: str, *, voice: str, rate: float, seed: int) -> Pcm:
         del seed  # espeak-ng has no randomness
+        voice = espeak_voice(voice)
         words_per_minute = str(round(175 * rate))
         proc = subprocess.run(
             [self._path(), "-v", voice, "-s", words_per_minute, "--stdout", text],
@@ -115,8 +132,10 @@ def build_bank(
                 seed=utterance_seed(task.id, real.id),
             )
             _check_audible(audio, f"{task.id}: realization '{real.id}'")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            sf.write(str(target), audio, SAMPLE_RATE, format="FLAC", subtype="PCM_16")
+            try:
+                write_bank_audio(target, audio)
+            except AudioFileError as exc:
+                raise TTSError(f"{task.id}: realization '{real.id}': {exc}") from None
             items.append(BankItem(
                 realization=real.id, plan=plan.id, text=real.text, file=real.audio,
                 duration_ms=len(audio) * 1000 // SAMPLE_RATE, sample_rate=SAMPLE_RATE,

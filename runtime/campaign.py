@@ -31,7 +31,8 @@ class AgentSpecError(Exception):
 
 AGENT_SPEC_HELP = (
     "scripted:PATH.yaml (a script file), scripted:NAME (tasks/<id>/scripts/NAME.yaml for each "
-    "task, e.g. scripted:oracle)"
+    "task, e.g. scripted:oracle), baseline (local cascaded agent, rule policy), baseline:llm "
+    "(its policy an OpenAI-compatible chat model: APEX_BASELINE_LLM_URL/_MODEL)"
 )
 
 
@@ -59,6 +60,14 @@ def parse_agent_spec(spec: str) -> AgentFactory:
             return ScriptedAgent(load_script(path), speech, label=f"scripted:{path.stem}")
 
         return AgentFactory(spec, make)
+    if kind == "baseline":
+        # Imported here: the baseline pulls in the speech stack (VAD, ASR, TTS selection).
+        from runtime.agents.baseline import BaselineConfigError, make_factory
+
+        try:
+            return AgentFactory(spec, make_factory(arg or None, os.environ, cache_dir()))
+        except BaselineConfigError as exc:
+            raise AgentSpecError(f"agent spec '{spec}': {exc}") from None
     if available(kind):
         module = importlib.import_module(PROVIDER_MODULES[kind])
         model = arg or None
@@ -68,7 +77,7 @@ def parse_agent_spec(spec: str) -> AgentFactory:
             return adapter
 
         return AgentFactory(spec, make_provider)
-    if kind in {"baseline", "openai-realtime", "gemini-live", "grok", "stepfun", "gpt-live"}:
+    if kind in {"openai-realtime", "gemini-live", "grok", "stepfun", "gpt-live"}:
         raise AgentSpecError(
             f"agent '{kind}' is not available in this version yet; use {AGENT_SPEC_HELP}"
         )

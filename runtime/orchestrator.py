@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -53,6 +54,11 @@ from runtime.spec import Lifecycle, PredLifecycle, TaskSpec, agent_instructions
 from runtime.workbench import Workbench, tool_schemas
 
 ClockMode = Literal["virtual", "realtime"]
+FrameObserver = Callable[[Pcm, Pcm, int], None]
+"""``on_frame(user_pcm, agent_pcm, t_media_ms)``: both channels of each 40 ms frame as written
+to the trace. It may raise ``InfrastructureError`` to end the run (a live viewer went away)."""
+EventObserver = Callable[[Event], None]
+"""``on_event(event)``: every event right after the event log wrote it."""
 EndReason = Literal[
     "terminal_state", "agent_hangup", "user_goodbye", "timeout", "idle_timeout",
     "infrastructure_error", "agent_error",
@@ -68,6 +74,12 @@ class MediaClock:
         self.frame_ms = frame_ms
         self.t_ms = 0
         self._start = time.monotonic()
+
+    def anchor(self) -> None:
+        """Pace from now on: the wall-clock origin moves so that ``t_ms`` is due now (called
+        once the agent is connected, so a slow handshake does not put the first frames
+        behind their deadlines)."""
+        self._start = time.monotonic() - self.t_ms / 1000
 
     async def tick(self) -> None:
         self.t_ms += self.frame_ms
@@ -113,6 +125,8 @@ class Orchestrator:
         clock: ClockMode = "virtual",
         wall_clock_in_log: bool = True,
         meta_extra: dict[str, Any] | None = None,
+        on_frame: FrameObserver | None = None,
+        on_event: EventObserver | None = None,
     ) -> None:
         self.task = task
         self.agent = agent
@@ -123,13 +137,18 @@ class Orchestrator:
         self.clock = MediaClock(clock)
         self._wall_in_log = wall_clock_in_log
         self._meta_extra = meta_extra or {}
+        self._on_frame = on_frame
+        self._on_event = on_event
         self.observer = SemanticActObserver(task)
         self._terminal = [p for p in task.grading.terminal if isinstance(p, PredLifecycle)]
 
     # ------------------------------------------------------------------ helpers
 
     def _emit(self, event: Event) -> Event:
-        return self.log.emit(event, self.clock.t_ms)
+        emitted = self.log.emit(event, self.clock.t_ms)
+        if self._on_event is not None:
+            self._on_event(emitted)
+        return emitted
 
     def _terminal_reached(self) -> bool:
         if not self._terminal:
@@ -180,8 +199,9 @@ class Orchestrator:
         try:
             await self.agent.connect(AgentSessionConfig(
                 task_id=self.task.id, instructions=agent_instructions(self.task),
-                tools=tool_schemas(self.task), sample_rate=SAMPLE_RATE,
+                tools=tool_schemas(self.task), sample_rate=SAMPLE_RATE, clock=self.clock.mode,
             ))
+            self.clock.anchor()
             reason, detail = await self._loop()
         except InfrastructureError as exc:
             reason, detail = "infrastructure_error", str(exc)
@@ -302,6 +322,8 @@ class Orchestrator:
                 )
                 last_activity = t
             self.trace.write(frame.pcm, agent_frame)
+            if self._on_frame is not None:
+                self._on_frame(frame.pcm, agent_frame, t)
             await self.clock.tick()
             t = self.clock.t_ms
             if play.speaking and not len(play.buffer) and play.response_done:

@@ -45,7 +45,8 @@ def make_task(
     return TaskSpec.model_validate({
         "id": "obs_test", "title": "Observer test",
         "taxonomy": {
-            "archetype": "form-fill", "industry": "workplace/HR", "artifact_class": "structured form",
+            "archetype": "form-fill", "industry": "workplace/HR",
+            "artifact_class": "structured form",
             "economic_role": "admin", "duplex": ["barge-in"], "delegation": ["complete"],
             "autonomy": "approval-gated", "knowledge": "none", "tool_burden": "light",
             "user_behavior": "cooperative", "risk": "routine",

@@ -45,4 +45,6 @@ def test_script_outcome(task_id: str, script: Path, tmp_path: Path) -> None:
         if script.stem.startswith("negative_"):
             assert len(failed) == 1, f"a negative script fails exactly one gate, not {failed}"
         else:
-            assert script.stem.startswith("scenario_"), "scripts are oracle, negative_* or scenario_*"
+            assert script.stem.startswith("scenario_"), (
+                "scripts are oracle, negative_* or scenario_*"
+            )

@@ -111,7 +111,7 @@ def test_task_page_lists_reveal_graph_and_plays_audio(client: TestClient) -> Non
     page = client.get("/tasks/apexv1_070").text
     assert "barge_revoke" in page and "600 ms into the agent turn after approve_first" in page
     audio = client.get("/tasks/apexv1_070/audio/barge_revoke_r1")
-    assert audio.status_code == 200 and audio.content[:4] == b"fLaC"
+    assert audio.status_code == 200 and audio.content[:4] == b"OggS"  # Ogg/Opus bank
 
 
 def test_unknown_ids_give_404_pages(client: TestClient) -> None:

@@ -7,7 +7,7 @@ only clock an adapter sees: every call carries ``t_media_ms``. ``__init__`` does
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from runtime.audio import Pcm
 
@@ -19,6 +19,9 @@ class AgentSessionConfig:
     tools: list[dict[str, Any]]
     sample_rate: int
     voice: str | None = None
+    clock: Literal["virtual", "realtime"] = "virtual"
+    """The media clock's mode: a local agent may compute inline in ``virtual`` mode (media time
+    waits for it) but must not block the event loop in ``realtime`` mode."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,540 @@
+"""Live demo sessions: a task and an agent run on the realtime media clock while a browser
+listens over WebRTC and watches the event log fill in.
+
+One :class:`DemoSession` per live run. Its orchestrator runs in a thread of its own with its own
+event loop, so a slow or crashing agent (a blocking TTS call, a provider outage) never stalls the
+server or another session. The orchestrator's observer hooks hand every frame and every logged
+event over: frames go to two bounded :class:`AudioFeed` queues (user, agent) as 20 ms, 48 kHz s16
+frames, which two aiortc tracks pace out to the browser; events go to a bounded list the page's
+Server-Sent-Events stream reads. The run directory is an ordinary one under
+``<runs_dir>/demo-live/<task>/<session id>/``, so it shows up in the run list and replays.
+
+aiortc is imported only where a browser connects: the rest of the app works without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fractions
+import functools
+import logging
+import secrets
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import soxr
+
+from grading.gates import RunGrade, grade_run_dir
+from runtime.agents.base import InfrastructureError
+from runtime.agents.registry import available
+from runtime.audio import SAMPLE_RATE, Pcm
+from runtime.bank import BankPlayer
+from runtime.campaign import AgentFactory, AgentSpecError, parse_agent_spec
+from runtime.events import Event
+from runtime.orchestrator import ClockMode, Orchestrator
+from runtime.simulator import FrozenSimulator
+from runtime.spec import TaskSpec
+
+if TYPE_CHECKING:
+    from aiortc import MediaStreamTrack, RTCPeerConnection
+
+log = logging.getLogger(__name__)
+
+DEMO_DIR = "demo-live"
+"""Live runs go to ``<runs_dir>/demo-live/<task id>/<session id>/``."""
+WEBRTC_RATE = 48_000
+WEBRTC_FRAME = WEBRTC_RATE // 50
+"""20 ms: aiortc's encoder needs s16 frames of at most 20 ms (notes/webrtc-testing.md)."""
+PRIME_FRAMES = 3
+"""Frames a track waits for before it starts (and after it ran dry): 60 ms of jitter slack."""
+FEED_MAX_FRAMES = 25
+"""At most 500 ms of audio waits per channel; older frames are dropped."""
+MAX_SDP_CHARS = 20_000
+
+SessionState = Literal["waiting", "running", "finished", "failed", "stopped"]
+ACTIVE_STATES: frozenset[str] = frozenset({"waiting", "running"})
+
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai-realtime": ("OPENAI_API_KEY",),
+    "gpt-live": ("OPENAI_API_KEY",),
+    "grok": ("XAI_API_KEY",),
+    "stepfun": ("STEPFUN_API_KEY",),
+    "gemini-live": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+"""Provider agent kinds and the environment variables that hold their keys (docs/adapters.md)."""
+BASELINE_SPECS = ("baseline", "baseline:llm")
+
+
+class DemoError(Exception):
+    """A demo request cannot be served; the message says why (shown to the researcher)."""
+
+
+class DemoBusy(DemoError):
+    """Too many live demos at once."""
+
+
+# --------------------------------------------------------------------------- agents
+
+
+@dataclass(frozen=True)
+class AgentChoice:
+    spec: str
+    label: str
+    group: Literal["scripted", "baseline", "provider"]
+
+
+def agent_choices(task: TaskSpec, env: Mapping[str, str]) -> list[AgentChoice]:
+    """The agents that can run ``task`` here: its scripts (oracle first), the baseline when its
+    spec parses, and each provider whose module exists and whose API key is set."""
+    out: list[AgentChoice] = []
+    scripts = sorted((task.folder / "scripts").glob("*.yaml"),
+                     key=lambda p: (p.stem != "oracle", p.stem))
+    for path in scripts:
+        out.append(AgentChoice(f"scripted:{path.stem}", f"scripted: {path.stem}", "scripted"))
+    for spec in BASELINE_SPECS:
+        if _baseline_parses(spec, _baseline_env_key(env)):
+            out.append(AgentChoice(spec, spec, "baseline"))
+    for kind, keys in PROVIDER_KEYS.items():
+        if available(kind) and any(env.get(k) for k in keys):
+            out.append(AgentChoice(kind, f"{kind} (key from {' or '.join(keys)})", "provider"))
+    return out
+
+
+def _baseline_env_key(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in env.items() if k.startswith("APEX_BASELINE")))
+
+
+@functools.lru_cache(maxsize=16)
+def _baseline_parses(spec: str, env_key: tuple[tuple[str, str], ...]) -> bool:
+    del env_key  # part of the cache key only: the baseline reads APEX_BASELINE_* settings
+    try:
+        parse_agent_spec(spec)
+    except (AgentSpecError, ImportError):
+        return False
+    return True
+
+
+def resolve_agent(task: TaskSpec, spec: str, env: Mapping[str, str]) -> AgentFactory:
+    """The factory for ``spec`` if it is one of :func:`agent_choices`; otherwise DemoError."""
+    choices = agent_choices(task, env)
+    if spec not in {c.spec for c in choices}:
+        offered = ", ".join(c.spec for c in choices) or "none"
+        what = f"agent '{spec}' cannot run task {task.id} here" if spec else "no agent chosen"
+        raise DemoError(f"{what}; choose one of: {offered}")
+    try:
+        return parse_agent_spec(spec)
+    except AgentSpecError as exc:
+        raise DemoError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- audio
+
+
+class AudioFeed:
+    """One channel on its way to the browser: the runtime's 40 ms, 24 kHz frames (pushed from
+    the orchestrator's thread) resampled with soxr into 20 ms, 48 kHz s16 frames (taken on the
+    server's event loop). Bounded: at most ``max_frames`` wait; older ones are dropped."""
+
+    def __init__(self, max_frames: int = FEED_MAX_FRAMES) -> None:
+        self.frames: deque[Pcm] = deque(maxlen=max_frames)
+        self._stream = soxr.ResampleStream(SAMPLE_RATE, WEBRTC_RATE, 1, dtype="int16",
+                                           quality="HQ")
+        self._pending: Pcm = np.zeros(0, dtype=np.int16)
+        self._flowing = False
+        self.pushed = 0
+        self.dropped = 0
+        self.underruns = 0
+
+    def push(self, pcm: Pcm) -> None:
+        out = np.asarray(self._stream.resample_chunk(pcm), dtype=np.int16).reshape(-1)
+        buf = np.concatenate([self._pending, out]) if len(self._pending) else out
+        whole = len(buf) // WEBRTC_FRAME
+        for i in range(whole):
+            if len(self.frames) == self.frames.maxlen:
+                self.dropped += 1
+            self.frames.append(buf[i * WEBRTC_FRAME:(i + 1) * WEBRTC_FRAME].copy())
+        self._pending = buf[whole * WEBRTC_FRAME:].copy()
+        self.pushed += whole
+
+    def take(self) -> Pcm:
+        """The next 20 ms frame, or silence while priming or when the feed ran dry."""
+        if not self._flowing:
+            if len(self.frames) < PRIME_FRAMES:
+                return _SILENCE_20MS
+            self._flowing = True
+        try:
+            return self.frames.popleft()
+        except IndexError:
+            self._flowing = False
+            self.underruns += 1
+            return _SILENCE_20MS
+
+
+_SILENCE_20MS: Pcm = np.zeros(WEBRTC_FRAME, dtype=np.int16)
+
+
+@functools.cache
+def _channel_track_class() -> Callable[[AudioFeed], MediaStreamTrack]:
+    """aiortc's track class for an :class:`AudioFeed` (built on first use: lazy import)."""
+    import av
+    from aiortc import MediaStreamTrack
+    from aiortc.mediastreams import MediaStreamError
+
+    class ChannelTrack(MediaStreamTrack):
+        """Paces one feed out in real time, 20 ms per frame; silence when nothing waits."""
+
+        kind = "audio"
+
+        def __init__(self, feed: AudioFeed) -> None:
+            super().__init__()
+            self._feed = feed
+            self._start: float | None = None
+            self._pts = 0
+
+        async def recv(self) -> av.AudioFrame:
+            if self.readyState != "live":
+                raise MediaStreamError
+            if self._start is None:
+                self._start = time.monotonic()
+            else:
+                self._pts += WEBRTC_FRAME
+                wait = self._start + self._pts / WEBRTC_RATE - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+            pcm = self._feed.take()
+            frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
+            frame.sample_rate = WEBRTC_RATE
+            frame.pts = self._pts
+            frame.time_base = fractions.Fraction(1, WEBRTC_RATE)
+            return frame
+
+    return ChannelTrack
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+class DemoSession:
+    """One live run: its state, its event feed for the page, its two audio feeds and its
+    WebRTC peer connection. Created by :class:`DemoManager`. The run (``_thread_main``,
+    ``_run``) and the observer hooks run on the session's own thread; everything else on the
+    server's event loop."""
+
+    def __init__(
+        self, *, session_id: str, task: TaskSpec, factory: AgentFactory, owner: str,
+        run_dir: Path, seed: int, clock: ClockMode, loop: asyncio.AbstractEventLoop,
+        max_events: int,
+    ) -> None:
+        self.id = session_id
+        self.task = task
+        self.factory = factory
+        self.agent = factory.spec
+        self.owner = owner
+        self.run_dir = run_dir
+        self.seed = seed
+        self.clock: ClockMode = clock
+        self.state: SessionState = "waiting"
+        self.detail = ""
+        self.events: list[tuple[int, str]] = []
+        """``(seq, event JSON)`` as the event log wrote them (wall-clock field left out)."""
+        self.max_events = max_events
+        self.dropped_events = 0
+        self.feeds = (AudioFeed(), AudioFeed())
+        """User channel, agent channel."""
+        self.pc: RTCPeerConnection | None = None
+        self.listening = False
+        self.subscribers = 0
+        self.created_wall = time.time()
+        self.last_seen = time.monotonic()
+        self.ended_at: float | None = None
+        self.media_ms = 0
+        self.grade: RunGrade | None = None
+        self.grade_problem: str | None = None
+        self._loop = loop
+        self._changed = asyncio.Event()
+        self._stop = threading.Event()
+        self._stop_reason = ""
+        self._stop_at = 0.0
+        self._thread: threading.Thread | None = None
+        self._abandoned = False
+
+    # ---------------------------------------------------------------- page feed
+
+    @property
+    def done(self) -> bool:
+        return self.state not in ACTIVE_STATES
+
+    def changed(self) -> asyncio.Event:
+        """Set when an event or a state change arrives (take it before reading the feed)."""
+        return self._changed
+
+    def _wake(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _notify(self) -> None:
+        """Wake the page streams; callable from any thread."""
+        with contextlib.suppress(RuntimeError):  # the server's loop is already closed
+            self._loop.call_soon_threadsafe(self._wake)
+
+    def status(self) -> dict[str, Any]:
+        return {"state": self.state, "detail": self.detail, "media_ms": self.media_ms,
+                "dropped_events": self.dropped_events, "listening": self.listening}
+
+    # ---------------------------------------------------------------- run
+
+    def start(self) -> bool:
+        """Start the run (once); False if it already started or ended."""
+        if self.state != "waiting":
+            return False
+        self.state = "running"
+        self._thread = threading.Thread(target=self._thread_main, name=f"demo-{self.id}",
+                                        daemon=True)
+        self._thread.start()
+        self._wake()
+        return True
+
+    def request_stop(self, reason: str) -> None:
+        """End the run at its next frame (logged as ``infrastructure_error`` with ``reason``,
+        never as an agent failure); a session that never started just closes."""
+        if self.state == "waiting":
+            self.state, self.detail = "stopped", reason
+            self.ended_at = time.monotonic()
+            self._wake()
+        elif self.state == "running" and not self._stop.is_set():
+            self._stop_reason = reason
+            self._stop_at = time.monotonic()
+            self._stop.set()
+
+    def abandon_if_stuck(self, now: float, after_s: float = 10.0) -> None:
+        """A run that has not reached its next frame ``after_s`` after a stop (an agent stuck
+        in a call) is marked stopped; its thread ends on its own and changes nothing here."""
+        if self.state == "running" and self._stop.is_set() and now - self._stop_at > after_s:
+            self.state, self.detail = "stopped", f"{self._stop_reason} (the run did not end)"
+            self.ended_at = now
+            self._abandoned = True
+            self._wake()
+
+    def _thread_main(self) -> None:
+        state: SessionState = "finished"
+        detail = ""
+        try:
+            result = asyncio.run(self._run())
+            detail = result
+            if self._stop.is_set():
+                state, detail = "stopped", self._stop_reason
+        except Exception as exc:  # any failure ends this session only, with its message
+            log.exception("demo %s failed", self.id)
+            state, detail = "failed", f"{type(exc).__name__}: {exc}"
+        if (self.run_dir / "events.jsonl").is_file():
+            try:
+                self.grade = grade_run_dir(self.run_dir, {self.task.id: self.task})
+            except Exception as exc:  # grading problems are shown, not raised
+                self.grade_problem = f"{type(exc).__name__}: {exc}"
+        if self._abandoned:
+            return
+        self.state, self.detail = state, detail
+        self.ended_at = time.monotonic()
+        self._notify()
+
+    async def _run(self) -> str:
+        agent = self.factory.make(self.task)
+        user = FrozenSimulator(self.task, self.seed, BankPlayer(self.task))
+        orch = Orchestrator(
+            self.task, agent, user, self.run_dir, agent_spec=self.factory.spec, seed=self.seed,
+            clock=self.clock,
+            meta_extra={"run_id": f"demo-{self.id}", "demo": True, "started_by": self.owner},
+            on_frame=self._on_frame, on_event=self._on_event,
+        )
+        try:
+            result = await orch.run()
+        finally:
+            for attr in ("trace", "log"):  # closed already unless the run crashed
+                with contextlib.suppress(Exception):
+                    getattr(orch, attr).close()
+        return f"{result.end_reason} after {result.media_ms / 1000:.1f} s of media"
+
+    # ---------------------------------------------------------------- orchestrator hooks
+    # (called on the session's own thread)
+
+    def _on_frame(self, user: Pcm, agent: Pcm, t_media_ms: int) -> None:
+        if self._stop.is_set():
+            raise InfrastructureError(f"demo stopped: {self._stop_reason}")
+        self.media_ms = t_media_ms
+        if self.listening:
+            self.feeds[0].push(user)
+            self.feeds[1].push(agent)
+
+    def _on_event(self, event: Event) -> None:
+        if len(self.events) < self.max_events or event.type == "session.end":
+            self.events.append((event.seq, event.model_dump_json(exclude={"t_wall"})))
+        else:
+            self.dropped_events += 1
+        self._notify()
+
+    # ---------------------------------------------------------------- WebRTC
+
+    async def answer(self, sdp: str, sdp_type: str) -> dict[str, Any]:
+        """Answer the browser's offer: two receive-only audio transceivers (user, agent).
+        The run starts when the connection is up (or with :meth:`start`)."""
+        if sdp_type != "offer" or not sdp or len(sdp) > MAX_SDP_CHARS:
+            raise DemoError("expected an SDP offer of at most 20,000 characters")
+        if self.done:
+            raise DemoError(f"this demo has ended ({self.state}); start a new one")
+        try:
+            from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+        except ImportError:
+            raise DemoError("live audio needs aiortc (pip install aiortc==1.16.0)") from None
+        await self.close_listener()
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        self.pc = pc
+
+        @pc.on("connectionstatechange")
+        async def _on_state() -> None:
+            if pc is not self.pc:
+                return
+            if pc.connectionState == "connected":
+                self.listening = True
+                self.last_seen = time.monotonic()
+                self.start()
+            elif pc.connectionState in ("failed", "closed"):
+                self.listening = False
+            self._wake()
+
+        try:
+            await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="offer"))
+            audio = [t for t in pc.getTransceivers() if t.kind == "audio"]
+            if len(audio) != 2:
+                raise DemoError(f"the offer has {len(audio)} audio transceivers; expected 2 "
+                                "(user, agent)")
+            track_class = _channel_track_class()
+            for feed in self.feeds:
+                pc.addTrack(track_class(feed))
+            await pc.setLocalDescription(await pc.createAnswer())
+        except Exception as exc:
+            await self.close_listener()
+            if isinstance(exc, DemoError):
+                raise
+            raise DemoError(f"could not answer the offer: {exc}") from None
+        local = pc.localDescription
+        return {"sdp": local.sdp, "type": local.type,
+                "tracks": {str(audio[0].mid): "user", str(audio[1].mid): "agent"}}
+
+    async def close_listener(self) -> None:
+        pc, self.pc = self.pc, None
+        self.listening = False
+        if pc is not None:
+            with contextlib.suppress(Exception):
+                await pc.close()
+
+
+# --------------------------------------------------------------------------- the manager
+
+
+class DemoManager:
+    """Every live demo of this server: creates sessions (at most ``max_sessions`` waiting or
+    running at once), finds them, and reaps them: a session whose page has been gone for
+    ``leave_grace_s`` is stopped; an ended one is forgotten after ``retain_s`` (its run
+    directory stays on disk)."""
+
+    def __init__(
+        self, runs_dir: Path, *, clock: ClockMode = "realtime", max_sessions: int = 4,
+        leave_grace_s: float = 10.0, retain_s: float = 300.0, max_events: int = 5000,
+        limits: Mapping[str, int] | None = None, reap_every_s: float = 2.0,
+    ) -> None:
+        self.runs_dir = runs_dir
+        self.clock: ClockMode = clock
+        self.max_sessions = max_sessions
+        self.leave_grace_s = leave_grace_s
+        self.retain_s = retain_s
+        self.max_events = max_events
+        self.limits = dict(limits or {})
+        """Overrides of the task's ``limits`` (e.g. a short ``max_duration_ms`` in tests)."""
+        self.reap_every_s = reap_every_s
+        self.sessions: dict[str, DemoSession] = {}
+        self._janitor: asyncio.Task[None] | None = None
+
+    def active(self) -> list[DemoSession]:
+        return [s for s in self.sessions.values() if not s.done]
+
+    def create(self, task: TaskSpec, factory: AgentFactory, *, owner: str,
+               seed: int = 0) -> DemoSession:
+        if len(self.active()) >= self.max_sessions:
+            raise DemoBusy(f"{self.max_sessions} live demos are already running; stop one "
+                           "or wait for one to finish")
+        if self.limits:
+            task = task.model_copy(update={"limits": task.limits.model_copy(update=self.limits)})
+        session_id = secrets.token_urlsafe(9)
+        run_dir = self.runs_dir / DEMO_DIR / task.id / session_id
+        session = DemoSession(
+            session_id=session_id, task=task, factory=factory, owner=owner, run_dir=run_dir,
+            seed=seed, clock=self.clock, loop=asyncio.get_running_loop(),
+            max_events=self.max_events,
+        )
+        self.sessions[session_id] = session
+        self._ensure_janitor()
+        return session
+
+    def get(self, session_id: str) -> DemoSession | None:
+        return self.sessions.get(session_id)
+
+    def find_run_dir(self, session_id: str) -> Path | None:
+        """The run directory of a session this server no longer holds in memory."""
+        if not session_id or "/" in session_id or session_id.startswith("."):
+            return None
+        root = self.runs_dir / DEMO_DIR
+        if not root.is_dir():
+            return None
+        return next((d for d in root.glob(f"*/{session_id}") if (d / "meta.json").is_file()),
+                    None)
+
+    async def reap(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        for session in list(self.sessions.values()):
+            if session.subscribers > 0:
+                session.last_seen = now
+            if not session.done:
+                if now - session.last_seen > self.leave_grace_s:
+                    session.request_stop("the browser went away")
+                session.abandon_if_stuck(now)
+                continue
+            ended = session.ended_at or now
+            if session.pc is not None and now - ended > 5.0:
+                await session.close_listener()  # after the last audio has played out
+            if session.subscribers == 0 and now - max(ended, session.last_seen) > self.retain_s:
+                await session.close_listener()
+                del self.sessions[session.id]
+
+    def _ensure_janitor(self) -> None:
+        if self._janitor is None or self._janitor.done():
+            self._janitor = asyncio.get_running_loop().create_task(self._janitor_loop())
+
+    async def _janitor_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.reap_every_s)
+            try:
+                await self.reap()
+            except Exception:  # the janitor must outlive one bad session
+                log.exception("demo janitor")
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Stop every session (server shutdown) and wait briefly for their runs to end."""
+        if self._janitor is not None:
+            self._janitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._janitor
+        for session in self.sessions.values():
+            session.request_stop("the server shut down")
+        deadline = time.monotonic() + timeout_s
+        while any(not s.done for s in self.sessions.values()) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for session in self.sessions.values():
+            await session.close_listener()
+        self.sessions.clear()

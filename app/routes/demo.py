@@ -1,0 +1,241 @@
+"""Demo mode: pick a task and an agent, run it live on the realtime clock, listen over WebRTC
+and watch the transcript, tools, artifact, authorization and duplex events arrive; the four
+gates, AFA and the field table at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+
+from app.auth import UserDep, verify_csrf
+from app.demo import DemoBusy, DemoError, DemoManager, DemoSession, agent_choices, resolve_agent
+from app.deps import is_htmx
+from app.routes.tasks import catalogue, get_task
+from app.runindex import grade_cached
+from app.settings import Settings
+from app.web import page_or_fragment, render
+from grading.gates import RunDirError, RunGrade
+from runtime.spec import TaskSpec
+
+KEEPALIVE_S = 15.0
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    manager: DemoManager | None = getattr(app.state, "demo", None)
+    if manager is not None:
+        await manager.close()
+
+
+router = APIRouter(lifespan=_lifespan)
+
+
+def demo_manager(request: Request) -> DemoManager:
+    """The app's demo manager (created on first use; tests may put their own on app.state)."""
+    manager: DemoManager | None = getattr(request.app.state, "demo", None)
+    if manager is None:
+        settings: Settings = request.app.state.settings
+        manager = DemoManager(settings.runs_dir)
+        request.app.state.demo = manager
+    return manager
+
+
+ManagerDep = Annotated[DemoManager, Depends(demo_manager)]
+
+
+def _session(manager: DemoManager, session_id: str, user_name: str) -> DemoSession:
+    session = manager.get(session_id)
+    if session is None or session.owner != user_name:
+        raise HTTPException(status_code=404, detail=f"No live demo '{session_id}'.")
+    return session
+
+
+def _task_context(task: TaskSpec) -> list[dict[str, Any]]:
+    """The artifact schema the live page fills in (names and labels only)."""
+    return [{"id": a.id, "title": a.title, "fields": [f.name for f in a.fields]}
+            for a in task.artifacts]
+
+
+@router.get("/demo")
+async def demo_picker(request: Request, user: UserDep, manager: ManagerDep) -> Response:
+    tasks = catalogue(request).tasks
+    task_id = request.query_params.get("task") or ("apexv1_070" if "apexv1_070" in tasks
+                                                  else next(iter(sorted(tasks)), ""))
+    task = get_task(request, task_id) if task_id else None
+    choices = agent_choices(task, os.environ) if task is not None else []
+    mine = [s for s in manager.sessions.values() if s.owner == user.username]
+    return page_or_fragment(request, "demo.html", "_demo_agents.html", {
+        "user": user, "tasks": sorted(tasks.values(), key=lambda t: t.id), "task": task,
+        "choices": choices, "sessions": mine, "error": None,
+    })
+
+
+@router.post("/demo", dependencies=[Depends(verify_csrf)])
+async def demo_create(
+    request: Request, user: UserDep, manager: ManagerDep, task: Annotated[str, Form()] = "",
+    agent: Annotated[str, Form()] = "", seed: Annotated[str, Form()] = "0",
+) -> Response:
+    spec = get_task(request, task)
+    try:
+        seed_value = int(seed)
+        if not 0 <= seed_value < 2**31:
+            raise ValueError
+    except ValueError:
+        raise HTTPException(
+            status_code=400, detail=f"seed '{seed}' is not a whole number from 0 to 2^31−1"
+        ) from None
+    try:
+        factory = resolve_agent(spec, agent, os.environ)
+        session = manager.create(spec, factory, owner=user.username, seed=seed_value)
+    except DemoBusy as exc:
+        return render(request, "error.html", {"status": 429, "message": str(exc)}, status=429)
+    except DemoError as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from None
+    return RedirectResponse(f"/demo/{session.id}", status_code=303)
+
+
+@router.get("/demo/{session_id}")
+async def demo_page(request: Request, session_id: str, user: UserDep,
+                    manager: ManagerDep) -> Response:
+    session = manager.get(session_id)
+    if session is None or session.owner != user.username:
+        run_dir = manager.find_run_dir(session_id)
+        if run_dir is not None:  # the server forgot the session; its run replays
+            rel = run_dir.relative_to(manager.runs_dir)
+            return RedirectResponse(f"/runs/{rel}/replay", status_code=303)
+        raise HTTPException(status_code=404, detail=f"No live demo '{session_id}'.")
+    return page_or_fragment(request, "demo_live.html", "_demo_status.html", {
+        "user": user, "s": session, "artifacts": _task_context(session.task),
+        **_result_context(request, manager, session_id, session),
+    })
+
+
+@router.post("/demo/{session_id}/offer", dependencies=[Depends(verify_csrf)])
+async def demo_offer(request: Request, session_id: str, user: UserDep,
+                     manager: ManagerDep) -> Response:
+    session = _session(manager, session_id, user.username)
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = None
+    if not isinstance(body, dict) or not isinstance(body.get("sdp"), str):
+        return JSONResponse({"error": "expected JSON {sdp, type}"}, status_code=400)
+    try:
+        answer = await session.answer(body["sdp"], str(body.get("type", "")))
+    except DemoError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    session.last_seen = time.monotonic()
+    return JSONResponse(answer)
+
+
+@router.post("/demo/{session_id}/start", dependencies=[Depends(verify_csrf)])
+async def demo_start(request: Request, session_id: str, user: UserDep,
+                     manager: ManagerDep) -> Response:
+    """Start without (or before) the audio connection."""
+    _session(manager, session_id, user.username).start()
+    if is_htmx(request):
+        return Response(status_code=204)
+    return RedirectResponse(f"/demo/{session_id}", status_code=303)
+
+
+@router.post("/demo/{session_id}/stop", dependencies=[Depends(verify_csrf)])
+async def demo_stop(request: Request, session_id: str, user: UserDep,
+                    manager: ManagerDep) -> Response:
+    _session(manager, session_id, user.username).request_stop("stopped by the researcher")
+    if is_htmx(request):
+        return Response(status_code=204)
+    return RedirectResponse(f"/demo/{session_id}", status_code=303)
+
+
+def _sse(event: str, data: str, event_id: int | None = None) -> str:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {data}\n\n"
+
+
+@router.get("/demo/{session_id}/events")
+async def demo_events(request: Request, session_id: str, user: UserDep,
+                      manager: ManagerDep) -> Response:
+    """Server-Sent Events: ``log`` (each event-log entry, id = seq), ``state`` and a final
+    ``end``. A reconnecting browser sends Last-Event-ID and gets only what it missed."""
+    session = _session(manager, session_id, user.username)
+    try:
+        after = int(request.headers.get("Last-Event-ID", "0"))
+    except ValueError:
+        after = 0
+
+    async def stream() -> AsyncIterator[str]:
+        session.subscribers += 1
+        try:
+            yield "retry: 2000\n\n"
+            index = next((i for i, (seq, _) in enumerate(session.events) if seq > after),
+                         len(session.events))
+            sent_status: dict[str, Any] | None = None
+            while True:
+                changed = session.changed()
+                while index < len(session.events):
+                    seq, data = session.events[index]
+                    index += 1
+                    yield _sse("log", data, seq)
+                status = session.status()
+                if status != sent_status:
+                    sent_status = status
+                    yield _sse("state", json.dumps(status))
+                if session.done and index >= len(session.events):
+                    yield _sse("end", json.dumps(status))
+                    return
+                try:
+                    await asyncio.wait_for(changed.wait(), KEEPALIVE_S)
+                except TimeoutError:
+                    yield ": keepalive\n\n"
+        finally:
+            session.subscribers -= 1
+            session.last_seen = time.monotonic()
+
+    return StreamingResponse(stream(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+def _result_context(request: Request, manager: DemoManager, session_id: str,
+                    session: DemoSession | None) -> dict[str, Any]:
+    grade: RunGrade | None = None
+    problem: str | None = None
+    run_dir: Path | None = None
+    if session is not None:
+        run_dir, grade, problem = session.run_dir, session.grade, session.grade_problem
+        if not session.done:
+            return {"grade": None, "grade_problem": None, "replay": None, "ended": False}
+    else:
+        run_dir = manager.find_run_dir(session_id)
+        if run_dir is None:
+            raise HTTPException(status_code=404, detail=f"No live demo '{session_id}'.")
+        try:
+            grade = grade_cached(run_dir, catalogue(request).tasks)
+        except RunDirError as exc:
+            problem = str(exc)
+    replay = None
+    if run_dir is not None and (run_dir / "meta.json").is_file():
+        replay = f"/runs/{run_dir.relative_to(manager.runs_dir)}/replay"
+    return {"grade": grade, "grade_problem": problem, "replay": replay, "ended": True}
+
+
+@router.get("/demo/{session_id}/result")
+async def demo_result(request: Request, session_id: str, user: UserDep,
+                      manager: ManagerDep) -> Response:
+    """The four gates, WS, AFA and the field table once the run has ended."""
+    session = manager.get(session_id)
+    if session is not None and session.owner != user.username:
+        session = None
+    context = _result_context(request, manager, session_id, session)
+    return page_or_fragment(request, "demo_result.html", "_demo_result.html", {
+        "user": user, "session_id": session_id, "s": session, **context,
+    })

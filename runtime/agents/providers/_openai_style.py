@@ -1,0 +1,416 @@
+"""What the OpenAI realtime protocol and its look-alikes (xAI Grok, StepFun) share.
+
+Wire models
+    The payloads coincide across the three providers even where the event *names* differ
+    (OpenAI GA and xAI say ``response.output_audio.delta``; StepFun, like OpenAI's beta,
+    ``response.audio.delta``). So the models below describe payload shapes, and each
+    provider's ``events.py`` holds a :class:`Catalog`: event type → model, for every server
+    event that provider documents. :meth:`Catalog.parse` looks the ``type`` up; a type the
+    catalog does not list raises :class:`~runtime.agents.errors.WireProtocolError` instead of
+    vanishing. Events a provider documents but the adapter does not act on are listed as
+    :class:`Ignored`, on purpose and by name.
+
+Adapter
+    :class:`OpenAIStyleAdapter` holds the response lifecycle these protocols share:
+
+    * **Tool calls** come from ``response.function_call_arguments.done`` (call id, name, JSON
+      arguments). Each result goes back as a ``function_call_output`` conversation item.
+    * **One continuation per batch of tool calls** (D.2, Grok's parallel-call hang): a single
+      ``response.create`` is sent only once *every* call of the response has its output and
+      the response itself is done.
+    * **``response.create`` is coalesced against the active response** (D.2, OpenAI's
+      ``conversation_already_has_active_response``): a response counts as active from our
+      ``response.create`` (or the server's ``response.created``) until ``response.done``; a
+      create wanted meanwhile is deferred to that ``response.done``, never sent twice.
+    * **Barge-in**: on the server's ``input_audio_buffer.speech_started`` while agent audio
+      is audible, emit ``Interrupted``; the rest of that response's audio and transcript is
+      dropped; :meth:`~._realtime.RealtimeAdapter.truncate_item` tells the provider what was
+      heard (OpenAI: ``conversation.item.truncate``). Providers without server turn detection
+      detect the barge-in on the client (StepFun).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runtime.agents.base import (
+    Interrupted,
+    ResponseDone,
+    ToolCallRequest,
+    TranscriptDelta,
+    TranscriptDone,
+)
+from runtime.agents.errors import ErrorCategory, ProviderError, WireProtocolError, provider_error
+from runtime.agents.providers._realtime import ContinuationGate, RealtimeAdapter, decode_pcm16
+
+# --------------------------------------------------------------------------- wire models
+
+
+class WireEvent(BaseModel):
+    """A server event. Fields a newer API version adds are kept (``extra="allow"``) but not
+    required; the fields the adapter reads are typed and validated."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+    event_id: str | None = None
+
+
+class Ignored(WireEvent):
+    """A documented server event the adapter has no use for (listed by name, not guessed)."""
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    message: str = ""
+    type: str = ""
+    code: str | None = None
+    param: str | None = None
+    event_id: str | None = None
+    """The client event that caused the error, when the provider says."""
+
+
+class ErrorEvent(WireEvent):
+    error: ErrorDetail
+
+
+class SessionEvent(WireEvent):
+    session: dict[str, Any] = Field(default_factory=dict)
+
+
+class SpeechStarted(WireEvent):
+    audio_start_ms: int = 0
+    item_id: str = ""
+
+
+class ResponseStatusError(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str | None = None
+    code: str | None = None
+    message: str | None = None
+
+
+class ResponseStatusDetails(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str | None = None
+    reason: str | None = None
+    error: ResponseStatusError | None = None
+
+
+class ResponseRef(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str = ""
+    status: str | None = None
+    status_details: ResponseStatusDetails | None = None
+
+
+class ResponseLifecycle(WireEvent):
+    """``response.created`` / ``response.done``."""
+
+    response: ResponseRef
+
+
+class AudioDeltaEvent(WireEvent):
+    response_id: str = ""
+    item_id: str
+    delta: str
+
+
+class AudioDoneEvent(WireEvent):
+    response_id: str = ""
+    item_id: str = ""
+
+
+class TranscriptDeltaEvent(WireEvent):
+    response_id: str = ""
+    item_id: str = ""
+    delta: str
+
+
+class TranscriptDoneEvent(WireEvent):
+    response_id: str = ""
+    item_id: str = ""
+    transcript: str
+
+
+class FunctionCallArgumentsDone(WireEvent):
+    response_id: str = ""
+    item_id: str = ""
+    call_id: str
+    name: str
+    arguments: str
+
+
+class Catalog:
+    """Server event type → wire model, for one provider. Unknown types raise."""
+
+    def __init__(self, provider: str, models: Mapping[str, type[WireEvent]]) -> None:
+        self.provider = provider
+        self.models = dict(models)
+
+    def parse(self, raw: str | bytes) -> WireEvent:
+        if isinstance(raw, bytes):
+            raise WireProtocolError(f"{self.provider} sent a binary frame ({len(raw)} bytes)")
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise WireProtocolError(
+                f"{self.provider} sent a frame that is not JSON: {exc}"
+            ) from None
+        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+            raise WireProtocolError(
+                f"{self.provider} sent a message without a type: {raw[:200]!r}"
+            )
+        model = self.models.get(data["type"])
+        if model is None:
+            raise WireProtocolError(
+                f"{self.provider} sent an unknown event type {data['type']!r} "
+                "(not in this adapter's wire models; the protocol may have changed)"
+            )
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise WireProtocolError(
+                f"{self.provider} sent a malformed {data['type']!r} event: "
+                + "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                            for e in exc.errors())
+            ) from None
+
+
+def ignored(*names: str) -> dict[str, type[WireEvent]]:
+    return dict.fromkeys(names, Ignored)
+
+
+# --------------------------------------------------------------------------- client messages
+
+
+class ClientEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: str
+    event_id: str | None = None
+
+
+class InputAudioBufferAppend(ClientEvent):
+    type: Literal["input_audio_buffer.append"] = "input_audio_buffer.append"
+    audio: str
+
+
+class InputAudioBufferCommit(ClientEvent):
+    type: Literal["input_audio_buffer.commit"] = "input_audio_buffer.commit"
+
+
+class FunctionCallOutputItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["function_call_output"] = "function_call_output"
+    call_id: str
+    output: str
+
+
+class ConversationItemCreate(ClientEvent):
+    type: Literal["conversation.item.create"] = "conversation.item.create"
+    item: FunctionCallOutputItem
+
+
+class ResponseCreate(ClientEvent):
+    type: Literal["response.create"] = "response.create"
+
+
+class ResponseCancel(ClientEvent):
+    type: Literal["response.cancel"] = "response.cancel"
+
+
+class ConversationItemTruncate(ClientEvent):
+    type: Literal["conversation.item.truncate"] = "conversation.item.truncate"
+    item_id: str
+    content_index: int = 0
+    audio_end_ms: int
+
+
+def function_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runtime's tool schemas as flat realtime function definitions
+    (``{type: function, name, description, parameters}``)."""
+    return [
+        {
+            "type": "function", "name": t["name"], "description": t.get("description", ""),
+            "parameters": t.get("parameters", {"type": "object", "properties": {}}),
+        }
+        for t in tools
+    ]
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """A tool call's JSON arguments; garbled ones are passed on under ``_unparsed_arguments`` so
+    the tool call is still logged and the Workbench answers the model with an error."""
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError:
+        return {"_unparsed_arguments": raw}
+    return args if isinstance(args, dict) else {"_unparsed_arguments": raw}
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+class OpenAIStyleAdapter(RealtimeAdapter):
+    """Response lifecycle, tool calls and barge-in for OpenAI-style realtime protocols.
+
+    Subclasses set :attr:`catalog` and the event names below, and implement the session
+    handshake (:meth:`start_session`) and :meth:`endpoint`.
+    """
+
+    catalog: ClassVar[Catalog]
+    """Server event type → wire model; the names differ per provider, the payloads do not."""
+    server_vad: ClassVar[bool] = True
+    """Barge-in comes from the server's ``input_audio_buffer.speech_started``."""
+    cancel_on_barge_in: ClassVar[bool] = False
+    """Send ``response.cancel`` on a barge-in (when the server does not cancel by itself)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.gate = ContinuationGate()
+        self._response_id = ""
+        self._muted: set[str] = set()
+        """Responses interrupted by a barge-in: their remaining audio is dropped."""
+        self._audio_response: dict[str, str] = {}
+        """Audio item id → response id, for muting the item that was playing."""
+        self._last_audio_item = ""
+
+    # ------------------------------------------------------------------ wire plumbing
+
+    def parse(self, raw: str | bytes) -> WireEvent:
+        return self.catalog.parse(raw)
+
+    def audio_message(self, audio_b64: str) -> InputAudioBufferAppend:
+        return InputAudioBufferAppend(audio=audio_b64)
+
+    def session_error(self, event: WireEvent) -> ProviderError | None:
+        """A rejected session setup, as a fatal error (``None`` if ``event`` is not one)."""
+        if isinstance(event, ErrorEvent):
+            err = event.error
+            rejected = provider_error(
+                f"{self.settings.kind} rejected the session setup: {err.message}"
+                + (f" (param {err.param})" if err.param else ""),
+                error_type=err.type, code=err.code, during_handshake=True,
+            )
+            return rejected
+        return None
+
+    async def handshake(self, message: ClientEvent) -> None:
+        """Send the session setup and wait for ``session.updated`` (or an error naming it)."""
+        message.event_id = self.next_id("setup")
+        await self.send(message)
+
+        def answered(ev: BaseModel) -> bool:
+            return (isinstance(ev, SessionEvent) and ev.type == "session.updated") or (
+                isinstance(ev, ErrorEvent)
+            )
+
+        for event in await self.await_event(answered, "session.updated"):
+            error = self.session_error(event) if isinstance(event, WireEvent) else None
+            if error is not None:
+                raise error
+
+    # ------------------------------------------------------------------ responses
+
+    async def request_response(self) -> None:
+        """Ask for a response now, or at the end of the active one (coalesced)."""
+        self.gate.want()
+        await self._continue_if_due()
+
+    async def _continue_if_due(self) -> None:
+        if self.gate.due():
+            request_id = self.next_id("create")
+            self.gate.requested(request_id)
+            await self.send(ResponseCreate(event_id=request_id))
+
+    async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None:
+        if self.failed:
+            return
+        await self.send(ConversationItemCreate(
+            event_id=self.next_id("output"),
+            item=FunctionCallOutputItem(call_id=call_id, output=json.dumps(output)),
+        ))
+        self.gate.output(call_id)
+        await self._continue_if_due()
+
+    async def barge_in(self) -> None:
+        """The user started speaking: cut audible agent audio and mute its response."""
+        if not self.playout.audible and not (self.cancel_on_barge_in and self.gate.active):
+            return
+        if self.playout.audible:
+            response = self._audio_response.get(self._last_audio_item, self._response_id)
+            if response:
+                self._muted.add(response)
+            self.emit(Interrupted(reason="barge_in"))
+        if self.cancel_on_barge_in and self.gate.active:
+            if self._response_id:
+                self._muted.add(self._response_id)
+            await self.send(ResponseCancel(event_id=self.next_id("cancel")))
+
+    # ------------------------------------------------------------------ events
+
+    async def handle(self, event: BaseModel) -> None:
+        if isinstance(event, AudioDeltaEvent):
+            if event.response_id in self._muted:
+                return
+            self._audio_response[event.item_id] = event.response_id
+            self._last_audio_item = event.item_id
+            self.emit_audio(decode_pcm16(event.delta), event.item_id)
+        elif isinstance(event, AudioDoneEvent):
+            if event.response_id not in self._muted:
+                self.flush_audio(event.item_id)
+        elif isinstance(event, TranscriptDeltaEvent):
+            if event.response_id not in self._muted:
+                self.emit(TranscriptDelta(text=event.delta))
+        elif isinstance(event, TranscriptDoneEvent):
+            if event.response_id not in self._muted:
+                self.emit(TranscriptDone(text=event.transcript))
+        elif isinstance(event, FunctionCallArgumentsDone):
+            self.gate.tool_call(event.call_id)
+            self.emit(ToolCallRequest(
+                call_id=event.call_id, name=event.name, args=parse_arguments(event.arguments),
+            ))
+        elif isinstance(event, ResponseLifecycle):
+            await self._on_response(event)
+        elif isinstance(event, SpeechStarted):
+            if self.server_vad:
+                await self.barge_in()
+        elif isinstance(event, ErrorEvent):
+            await self._on_error(event.error)
+        # SessionEvent after the handshake, Ignored: nothing to do.
+
+    async def _on_response(self, event: ResponseLifecycle) -> None:
+        if event.type == "response.created":
+            self.gate.started()
+            self._response_id = event.response.id
+            return
+        # response.done
+        self.gate.finished()
+        details = event.response.status_details
+        if event.response.status == "failed" and details is not None and details.error:
+            err = details.error
+            self.fail(provider_error(
+                f"{self.settings.kind} response {event.response.id} failed: "
+                f"{err.message or err.code or 'no detail'}",
+                error_type=err.type, code=err.code,
+            ))
+        self.emit(ResponseDone())
+        if event.response.id in self._muted:
+            self._muted.discard(event.response.id)
+        await self._continue_if_due()
+
+    async def _on_error(self, err: ErrorDetail) -> None:
+        error = provider_error(
+            f"{self.settings.kind}: {err.message}" + (f" (param {err.param})" if err.param else ""),
+            error_type=err.type, code=err.code,
+        )
+        # Our response.create refused (rate limit, …): no response.done will follow it.
+        self.gate.refused(err.event_id)
+        per_turn = bool(err.event_id) and not str(err.event_id).startswith("setup")
+        if error.category is ErrorCategory.PROTOCOL and per_turn:
+            # A refused per-turn request (create, cancel, truncate, item): logged, not fatal.
+            error = ProviderError(error.category, error.message, error.code, fatal=False)
+        self.fail(error)

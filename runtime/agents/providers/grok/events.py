@@ -1,0 +1,96 @@
+"""Wire models of xAI's Grok Voice Agent API (``wss://api.x.ai/v1/realtime``).
+
+xAI speaks the OpenAI realtime *event names* (GA spelling: ``response.output_audio.delta``,
+``response.output_audio_transcript.delta``/``.done``, ``response.function_call_arguments.done``)
+with its own *session shape*: ``voice``, ``instructions``, ``turn_detection`` and the audio
+formats sit directly in ``session``, and PCM carries an explicit sample rate. The server events
+below are the OpenAI-compatible set xAI documents; xAI does not promise forward-compatible
+extra events, so any other type raises a protocol error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.agents.providers._openai_style import (
+    AudioDeltaEvent,
+    AudioDoneEvent,
+    Catalog,
+    ClientEvent,
+    ErrorEvent,
+    FunctionCallArgumentsDone,
+    ResponseLifecycle,
+    SessionEvent,
+    SpeechStarted,
+    TranscriptDeltaEvent,
+    TranscriptDoneEvent,
+    ignored,
+)
+
+DEFAULT_VOICE = "Ara"
+RATES: tuple[int, ...] = (8_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000)
+"""Sample rates xAI accepts for ``audio/pcm``; the adapter defaults to the runtime's 24 kHz."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PcmFormat(_Strict):
+    type: Literal["audio/pcm"] = "audio/pcm"
+    rate: int
+
+
+class AudioDirection(_Strict):
+    format: PcmFormat
+
+
+class SessionAudio(_Strict):
+    input: AudioDirection
+    output: AudioDirection
+
+
+class TurnDetection(_Strict):
+    type: Literal["server_vad"] = "server_vad"
+
+
+class GrokSession(_Strict):
+    instructions: str
+    voice: str
+    turn_detection: TurnDetection = Field(default_factory=TurnDetection)
+    audio: SessionAudio
+    tools: list[dict[str, Any]]
+
+
+class SessionUpdate(ClientEvent):
+    type: Literal["session.update"] = "session.update"
+    session: GrokSession
+
+
+CATALOG = Catalog("grok", {
+    "error": ErrorEvent,
+    "session.created": SessionEvent,
+    "session.updated": SessionEvent,
+    "input_audio_buffer.speech_started": SpeechStarted,
+    "response.created": ResponseLifecycle,
+    "response.done": ResponseLifecycle,
+    "response.output_audio.delta": AudioDeltaEvent,
+    "response.output_audio.done": AudioDoneEvent,
+    "response.output_audio_transcript.delta": TranscriptDeltaEvent,
+    "response.output_audio_transcript.done": TranscriptDoneEvent,
+    "response.function_call_arguments.done": FunctionCallArgumentsDone,
+    **ignored(
+        "conversation.created", "conversation.item.added", "conversation.item.created",
+        "conversation.item.done",
+        "conversation.item.input_audio_transcription.completed",
+        "input_audio_buffer.speech_stopped", "input_audio_buffer.committed",
+        "input_audio_buffer.cleared",
+        "response.output_item.added", "response.output_item.done",
+        "response.content_part.added", "response.content_part.done",
+        "response.output_text.delta", "response.output_text.done",
+        "response.function_call_arguments.delta",
+        "rate_limits.updated",
+    ),
+})

@@ -1,0 +1,84 @@
+"""Wire models of StepFun's realtime API (``wss://api.stepfun.ai/v1/realtime``).
+
+StepFun follows the OpenAI realtime *beta* protocol: event names ``response.audio.delta``,
+``response.audio_transcript.delta``/``.done``, a flat session with ``modalities``,
+``input_audio_format``/``output_audio_format`` (``pcm16``: mono 24 kHz PCM16LE) and
+OpenAI-style function definitions in ``tools``. Server turn detection is off by default, so
+the client commits the input buffer and asks for each response itself. Types outside the
+catalog raise a protocol error (StepFun documents no forward-compatible extras).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from runtime.agents.providers._openai_style import (
+    AudioDeltaEvent,
+    AudioDoneEvent,
+    Catalog,
+    ClientEvent,
+    ErrorEvent,
+    FunctionCallArgumentsDone,
+    ResponseLifecycle,
+    SessionEvent,
+    SpeechStarted,
+    TranscriptDeltaEvent,
+    TranscriptDoneEvent,
+    ignored,
+)
+
+DEFAULT_VOICE = "qingchunshaonv"
+RATE = 24_000
+
+
+Modality = Literal["text", "audio"]
+
+
+def _text_and_audio() -> list[Modality]:
+    return ["text", "audio"]
+
+
+class StepFunSession(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    modalities: list[Modality] = Field(default_factory=_text_and_audio)
+    """Fixed to ``["text", "audio"]`` by StepFun."""
+    instructions: str
+    voice: str
+    input_audio_format: Literal["pcm16"] = "pcm16"
+    output_audio_format: Literal["pcm16"] = "pcm16"
+    tools: list[dict[str, Any]]
+
+
+class SessionUpdate(ClientEvent):
+    type: Literal["session.update"] = "session.update"
+    session: StepFunSession
+
+
+CATALOG = Catalog("stepfun", {
+    "error": ErrorEvent,
+    "session.created": SessionEvent,
+    "session.updated": SessionEvent,
+    "input_audio_buffer.speech_started": SpeechStarted,
+    "response.created": ResponseLifecycle,
+    "response.done": ResponseLifecycle,
+    "response.audio.delta": AudioDeltaEvent,
+    "response.audio.done": AudioDoneEvent,
+    "response.audio_transcript.delta": TranscriptDeltaEvent,
+    "response.audio_transcript.done": TranscriptDoneEvent,
+    "response.function_call_arguments.done": FunctionCallArgumentsDone,
+    **ignored(
+        "conversation.created", "conversation.item.created", "conversation.item.deleted",
+        "conversation.item.truncated",
+        "conversation.item.input_audio_transcription.completed",
+        "conversation.item.input_audio_transcription.failed",
+        "input_audio_buffer.committed", "input_audio_buffer.cleared",
+        "input_audio_buffer.speech_stopped",
+        "response.output_item.added", "response.output_item.done",
+        "response.content_part.added", "response.content_part.done",
+        "response.text.delta", "response.text.done",
+        "response.function_call_arguments.delta",
+        "rate_limits.updated",
+    ),
+})

@@ -1,0 +1,188 @@
+"""Real-browser scenarios, run by tests/browser/test_browser.py inside a network namespace that
+has only ``lo``: the app server (uvicorn, in a thread) and Debian Chromium (driven by Playwright)
+talk over 127.0.0.1 and nothing else.
+
+Usage: ``python tests/browser/scenario.py CONFIG.json``. CONFIG names the data directory (with a
+researcher account and a finished run to replay), the run to replay, the demo's task and agent and
+where to save screenshots. The last line of stdout is ``RESULT {json}``: per scenario the figures
+the test asserts on, or ``{"error": ...}``. Nothing is asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+# notes/webrtc-testing.md: the flags that worked (no fake microphone: the page only listens).
+CHROMIUM_FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-first-run", "--disable-quic", "--disable-dev-shm-usage", "--no-default-browser-check",
+    "--disable-features=WebRtcHideLocalIpsWithMdns", "--allow-loopback-in-peer-connection",
+    "--use-fake-ui-for-media-stream",
+]
+
+
+def loopback_only_ice() -> None:
+    """aioice leaves 127.0.0.1 out of its host candidates; in a namespace with only ``lo`` the
+    connection would hang in "connecting". Offer the loopback address alone."""
+    import aioice.ice
+
+    def host_addresses(use_ipv4: bool, use_ipv6: bool) -> list[str]:
+        return ["127.0.0.1"] if use_ipv4 else []
+
+    aioice.ice.get_host_addresses = host_addresses
+
+
+def start_server(data_dir: Path) -> tuple[str, Any, threading.Thread]:
+    import uvicorn
+
+    from app.settings import Settings
+    from app.web import create_app
+
+    app = create_app(Settings(data_dir=data_dir, secret_key="browser-test-secret"))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the app server did not start")
+        time.sleep(0.05)
+    return f"http://127.0.0.1:{port}", server, thread
+
+
+def login(page: Any, base: str, username: str, password: str) -> None:
+    page.goto(f"{base}/login?next=/tasks")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/tasks")
+
+
+def replay_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Open a replay, click an artifact.update marker, read the clock and the artifact panel."""
+    events = [json.loads(line) for line in
+              (Path(cfg["data_dir"]) / "runs" / cfg["replay_run"] / "events.jsonl")
+              .read_text().splitlines() if line.strip()]
+    t0 = time.monotonic()
+    page.goto(f"{base}/runs/{cfg['replay_run']}/replay")
+    page.wait_for_function("window.replayReady === true", timeout=30_000)
+    ready_s = time.monotonic() - t0
+    markers = page.locator("#lanes .ev-artifact-update")
+    count = markers.count()
+    # A version in the middle of the run, clicked at its left edge (later markers, painted on
+    # top, start to its right; the lane title covers the first few pixels of the lane).
+    updates = [e for e in events if e["type"] == "artifact.update"]
+    index = len(updates) // 2
+    while index < len(updates) - 1 and updates[index]["t_media_ms"] < 3000:
+        index += 1
+    target = updates[index]
+    t = target["t_media_ms"] / 1000
+    expected = max(e["version"] for e in updates
+                   if e["artifact_id"] == target["artifact_id"]
+                   and e["t_media_ms"] <= target["t_media_ms"])
+    before = page.eval_on_selector("#state-artifacts", "el => el.innerText")
+    markers.nth(index).click(position={"x": 3, "y": 5}, timeout=10_000)
+    page.wait_for_function(
+        "v => { const h = document.querySelector('#state-artifacts h3[data-version]');"
+        " return h && h.dataset.version === String(v); }", arg=expected, timeout=10_000)
+    shown = page.eval_on_selector("#state-artifacts h3[data-version]", "h => h.dataset.version")
+    clock = page.inner_text("#clock")
+    url_hash = page.evaluate("location.hash")
+    shot = Path(cfg["screenshots"]) / "replay.png"
+    page.screenshot(path=str(shot), full_page=True)
+    return {
+        "ready_s": round(ready_s, 3), "markers": count, "clicked_t": t,
+        "expected_version": expected, "shown_version": int(shown), "clock": clock,
+        "hash": url_hash, "panel_before": before[:200], "screenshot": str(shot),
+    }
+
+
+def demo_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]:
+    """Pick a task and an agent, start and listen; wait for the grade; read the WebRTC stats,
+    the artifact panel and the gates."""
+    page.goto(f"{base}/demo?task={cfg['task']}")
+    page.select_option("select[name=agent]", cfg["agent"])
+    page.click("form.demo-pick button[type=submit]")
+    page.wait_for_url(re.compile(r".*/demo/[A-Za-z0-9_-]+$"))
+    demo_url = page.url
+    page.click("#demo-listen")
+    page.wait_for_function("window.demo && window.demo.state === 'running'", timeout=20_000)
+    started = time.monotonic()
+    page.wait_for_function("window.demo.resultLoaded === true", timeout=cfg["demo_timeout_ms"])
+    wall = time.monotonic() - started
+    page.wait_for_selector("#demo-result [data-gate]", timeout=10_000)
+    stats = page.evaluate("window.demo.stats")
+    artifacts = page.eval_on_selector_all(
+        "#demo-artifacts .demo-artifact h3",
+        "hs => hs.map(h => ({version: +h.dataset.version, lifecycle: h.dataset.lifecycle}))")
+    fields = page.eval_on_selector_all(
+        "#demo-artifacts tr[data-field]",
+        "rs => Object.fromEntries(rs.map(r => [r.dataset.field,"
+        " r.querySelector('.value').textContent]))")
+    gates = page.eval_on_selector_all(
+        "#demo-result [data-gate]",
+        "bs => Object.fromEntries(bs.map(b => [b.dataset.gate, b.textContent.trim()]))")
+    afa = page.get_attribute("#demo-result [data-afa]", "data-afa")
+    shot = Path(cfg["screenshots"]) / "demo.png"
+    page.screenshot(path=str(shot), full_page=True)
+    return {
+        "url": demo_url, "wall_s": round(wall, 1), "state": page.evaluate("window.demo.state"),
+        "stats": stats, "artifacts": artifacts, "fields": fields, "gates": gates, "afa": afa,
+        "transcript_lines": page.locator("#demo-transcript li").count(),
+        "tool_lines": page.locator("#demo-tools li").count(),
+        "auth": page.inner_text("#demo-auth"), "duplex": page.inner_text("#demo-duplex"),
+        "clock": page.inner_text("#demo-clock"), "screenshot": str(shot),
+    }
+
+
+def guarded(name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return fn()
+    except Exception as exc:  # reported to the test, which fails with this message
+        return {"error": f"{name}: {type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc()[-3000:]}
+
+
+def main() -> None:
+    cfg: dict[str, Any] = json.loads(Path(sys.argv[1]).read_text())
+    Path(cfg["screenshots"]).mkdir(parents=True, exist_ok=True)
+    loopback_only_ice()
+    from playwright.sync_api import sync_playwright
+
+    result: dict[str, Any] = {}
+    base, server, thread = start_server(Path(cfg["data_dir"]))
+    try:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                         args=CHROMIUM_FLAGS)
+            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            console: list[str] = []
+            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"[:300]))
+            page.on("pageerror", lambda e: console.append(f"pageerror: {e}"[:300]))
+            login(page, base, cfg["username"], cfg["password"])
+            result["replay"] = guarded("replay", lambda: replay_scenario(page, base, cfg))
+            result["demo"] = guarded("demo", lambda: demo_scenario(page, base, cfg))
+            result["console"] = console[-40:]
+            browser.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)  # the app's shutdown stops any demo still running
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Real-browser tests: Debian Chromium, headless, driven by Playwright, with the app server and
+the browser both inside a network namespace that has only ``lo`` (``unshare -n``), so nothing
+can leave loopback. One subprocess (tests/browser/scenario.py) runs both scenarios and prints a
+JSON result that the tests below assert on; it and the screenshots go to
+tests/browser/screenshots/ (git-ignored).
+
+(a) a live demo of apexv1_070 with its scripted oracle (about 67 s of media on the realtime
+clock): the browser receives both channels over WebRTC (samples received, audio energy,
+concealment under 20%) and the page ends with the committed artifact and the gates;
+(b) a replay: clicking an ``artifact.update`` marker seeks the audio and the artifact panel
+shows that version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import Session
+
+from app.auth import create_user
+from app.settings import Settings
+from app.web import create_app
+from tests.conftest import run_script
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+CHROMIUM = Path("/usr/lib/chromium/chromium")
+SCREENSHOTS = HERE / "screenshots"
+PASSWORD = "correct horse battery"
+TIMEOUT_S = 240
+
+
+def skip_reason() -> str | None:
+    if not CHROMIUM.is_file():
+        return f"Debian Chromium is not installed at {CHROMIUM} (apt-get install chromium)"
+    for module, pin in (("playwright", "playwright==1.65.2"), ("aiortc", "aiortc==1.16.0")):
+        if find_spec(module) is None:
+            return f"{module} is not installed (pip install {pin})"
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        return "unshare or ip (util-linux, iproute2) is missing"
+    probe = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"],
+                           capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        return ("cannot create a loopback-only network namespace (unshare -n needs root or "
+                f"user namespaces): {probe.stderr.strip()[:200]}")
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    data = tmp_path_factory.mktemp("browser") / "data"
+    settings = Settings(data_dir=data, secret_key="browser-test-secret")
+    app = create_app(settings)
+    with Session(app.state.engine) as session:
+        create_user(session, "ada", PASSWORD)
+    app.state.engine.dispose()
+    # The replay target, and the oracle's agent speech cached for the live demo.
+    run_script("apexv1_070", "oracle", settings.runs_dir / "camp")
+    config = data.parent / "scenario.json"
+    config.write_text(json.dumps({
+        "data_dir": str(data), "replay_run": "camp/apexv1_070/r0", "task": "apexv1_070",
+        "agent": "scripted:oracle", "username": "ada", "password": PASSWORD,
+        "screenshots": str(SCREENSHOTS), "demo_timeout_ms": 150_000,
+    }))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
+           sys.executable, str(HERE / "scenario.py"), str(config)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT,
+                          env=env, check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not lines:
+        pytest.fail(f"the browser scenario printed no result (exit {proc.returncode}):\n"
+                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT "):])
+    (SCREENSHOTS / "result.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def _ok(result: dict[str, Any], name: str) -> dict[str, Any]:
+    part: dict[str, Any] = result[name]
+    assert "error" not in part, (part.get("error"), part.get("traceback"),
+                                 result.get("console"))
+    return part
+
+
+def test_demo_in_a_real_browser(browser_result: dict[str, Any]) -> None:
+    demo = _ok(browser_result, "demo")
+    assert demo["state"] == "finished"
+    for role in ("user", "agent"):
+        stats = demo["stats"].get(role)
+        assert stats, f"no inbound-rtp stats for the {role} track: {demo['stats']}"
+        assert stats["totalSamplesReceived"] > 48_000 * 30, (role, stats)
+        assert stats["totalAudioEnergy"] > 0, (role, stats)
+        concealed = stats["concealedSamples"] / stats["totalSamplesReceived"]
+        assert concealed < 0.2, (role, stats)
+    assert demo["artifacts"] == [{"version": demo["artifacts"][0]["version"],
+                                  "lifecycle": "COMMITTED"}]
+    assert demo["fields"]["end_date"] == "2027-06-11"
+    assert demo["gates"] == {"WS": "1", "TS": "pass", "PV": "pass", "AC": "pass", "AV": "pass"}
+    assert demo["afa"] == "10/10"
+    assert "revoked" in demo["auth"] and "granted" in demo["auth"]
+    assert "barge_in" in demo["duplex"]
+    assert demo["transcript_lines"] > 10 and demo["tool_lines"] >= 10
+    assert Path(demo["screenshot"]).is_file()
+
+
+def test_replay_seek_in_a_real_browser(browser_result: dict[str, Any]) -> None:
+    replay = _ok(browser_result, "replay")
+    assert replay["markers"] > 3
+    assert replay["shown_version"] == replay["expected_version"]
+    assert replay["clock"] == f"{replay['clicked_t']:.1f} s"
+    assert replay["hash"] == f"#t={replay['clicked_t']:.1f}"
+    assert Path(replay["screenshot"]).is_file()
