@@ -205,6 +205,10 @@ class Orchestrator:
             reason, detail = await self._loop()
         except InfrastructureError as exc:
             reason, detail = "infrastructure_error", str(exc)
+        except Exception as exc:
+            # A broken bank file or a bug on our side is not the agent's failure: the run ends
+            # as an infrastructure drop that names the fault, and other runs go on.
+            reason, detail = "infrastructure_error", f"harness error: {type(exc).__name__}: {exc}"
         finally:
             try:
                 await self.agent.close()

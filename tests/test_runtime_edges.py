@@ -136,3 +136,24 @@ def test_unparsable_superseded_version_never_crashes_grading() -> None:
                        lifecycle={"lr_1": Lifecycle.COMMITTED})
     (end,) = [f for f in grade_fields(task, state, None) if f.field == "end_date"]
     assert end.correct and not end.stale
+
+
+def test_a_broken_bank_file_ends_that_run_only(tmp_path: Path) -> None:
+    import asyncio as aio
+
+    from runtime.campaign import run_campaign
+
+    folder = tmp_path / "apexv1_070"
+    shutil.copytree(find_task("apexv1_070").folder, folder)
+    broken = load_task(folder)
+    opening = folder / broken.plans[0].realizations[0].audio
+    for real in broken.plans[0].realizations:
+        (folder / real.audio).write_bytes(b"not audio")
+    good = find_task("apexv1_001")
+    summary = aio.run(run_campaign([broken, good], "scripted:oracle", tmp_path / "out"))
+    by_task = {r.run_dir.parent.name: r for r in summary.ran}
+    assert by_task["apexv1_070"].end_reason == "infrastructure_error"
+    assert by_task["apexv1_001"].end_reason == "agent_hangup"
+    end = read_events(by_task["apexv1_070"].run_dir / "events.jsonl").events[-1]
+    assert isinstance(end, SessionEnd) and "harness error" in end.detail
+    assert str(opening) in end.detail or "unreadable audio" in end.detail
