@@ -416,6 +416,7 @@ class _TaskChecker:
         self.check_reveal_order()
         self.check_reachability()
         self.check_leakage()
+        self.check_spoken_form()
         if self.task.source_path is not None:
             self.check_audio()
             self.check_bank()
@@ -807,6 +808,17 @@ class _TaskChecker:
                              f"realization '{realization.id}' leaks {leak}, which plan "
                              f"'{plan.id}' does not carry; reword it or carry that fact")
 
+    def check_spoken_form(self) -> None:
+        """Text the TTS would misread: identifiers and digit groups must be written the way a
+        person says them ("E, 4, 4, 7, 1", "five five five, zero one nine nine")."""
+        for i, plan in enumerate(self.task.plans):
+            for j, realization in enumerate(plan.realizations):
+                for token in misread_tokens(realization.text):
+                    self.add(f"plans[{i}].realizations[{j}].text",
+                             f"realization '{realization.id}' writes '{token}', which the TTS "
+                             "would misread; write it the way a person says it (spell "
+                             "identifiers character by character, digits in words or groups)")
+
     # ---------------------------------------------------------------- 7–8. speech bank
 
     def _audio_file(self, audio: str) -> Path | None:
@@ -870,6 +882,21 @@ class _TaskChecker:
                              f"checksum mismatch: sha256 of '{realization.audio}' differs from "
                              f"{rel_manifest}; the audio changed after the bank was built, "
                              f"{self.bank_hint}")
+
+
+_MISREAD_IDENTIFIER = re.compile(
+    r"\b(?=[A-Za-z0-9-]*[A-Za-z])(?=(?:[A-Za-z-]*\d){3})[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*\b"
+)
+"""A token with letters and three or more digits ("E4471", "INV-20419"): read as a number."""
+_MISREAD_DIGIT_GROUPS = re.compile(r"\b\d+(?:[-/]\d+)+\b|\b\d+(?:\.\d+){2,}\b")
+"""Digit groups joined by - / . ("555-0199", "07/09/1988", "2027-06-02"): misread as
+arithmetic or a large number ("five hundred fifty-five one ninety-nine")."""
+
+
+def misread_tokens(text: str) -> list[str]:
+    """Tokens of a realization that the TTS would not read the way a person says them."""
+    return [m.group() for rx in (_MISREAD_IDENTIFIER, _MISREAD_DIGIT_GROUPS)
+            for m in rx.finditer(text)]
 
 
 def validate_task(task: TaskSpec) -> list[Problem]:

@@ -364,3 +364,23 @@ def test_path_without_tasks(tmp_path: Path) -> None:
     problems = validate_paths([tmp_path])
     assert [(p.file, p.path) for p in problems] == [(tmp_path, "(file)")]
     assert "no task.yaml found" in problems[0].message
+
+
+def test_text_the_tts_would_misread_is_flagged() -> None:
+    from runtime.validate import misread_tokens
+
+    assert misread_tokens("My ID is E4471, ticket INV-20419, call 555-0199") == [
+        "E4471", "INV-20419", "555-0199"]
+    assert misread_tokens("07/09/1988 or 2027-06-02 or 07.09.1988") == [
+        "07/09/1988", "2027-06-02", "07.09.1988"]
+    # Spoken forms, ordinals, quarters and decimals read fine.
+    assert misread_tokens("E, 4, 4, 7, 1 on June 2nd, Q1, 3.5 hours, twelve hundred") == []
+    task = load_task(FIXTURE / "task.yaml")
+    plan = task.plans[0]
+    bad = plan.realizations[0].model_copy(update={"text": "Hi, my member ID is M20447."})
+    plans = [plan.model_copy(update={"realizations": [bad, *plan.realizations[1:]]}),
+             *task.plans[1:]]
+    problems = [str(p) for p in validate_task(task.model_copy(
+        update={"plans": plans, "source_path": None}))]
+    assert any("plans[0].realizations[0].text" in p and "'M20447'" in p and "misread" in p
+               for p in problems), problems
