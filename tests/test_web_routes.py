@@ -25,6 +25,7 @@ def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs")
     run_script("apexv1_070", "oracle", out / "camp")
     run_script("apexv1_001", "negative_stale_correction", out / "camp")
+    run_script("apexv1_070", "negative_commit_without_approval", out / "other")
     (out / "camp" / "campaign.json").write_text('{"agent": "scripted", "seed": 0}')
     return out
 
@@ -60,6 +61,7 @@ RESEARCHER_PAGES = [
     "/runs/camp/apexv1_070/r0/replay", "/runs/camp/apexv1_070/r0/trace.wav",
     "/runs/camp/apexv1_070/r0/peaks.json", "/campaigns", "/campaigns/camp",
     "/campaigns/camp/report.json", "/campaigns/camp/runs.csv", "/campaigns/camp/slices.csv",
+    "/compare?a=camp/apexv1_070/r0&b=other/apexv1_070/r0",
 ]
 
 
@@ -102,7 +104,8 @@ def test_htmx_gets_fragments_plain_requests_get_pages(client: TestClient) -> Non
     assert "<html" not in frag.text and "apexv1_070" in frag.text
     assert "apexv1_001" not in frag.text
     runs = client.get("/runs?outcome=fail", headers={"HX-Request": "true"})
-    assert "<html" not in runs.text and "apexv1_001" in runs.text and "apexv1_070" not in runs.text
+    assert "<html" not in runs.text and "camp/apexv1_001/r0" in runs.text
+    assert "camp/apexv1_070/r0" not in runs.text  # the oracle passed
     assert "Suite composition" in full.text
 
 
@@ -159,3 +162,16 @@ def test_campaign_dashboard_and_downloads(client: TestClient) -> None:
     assert "archetype,coordinate" in client.get("/campaigns/camp/slices.csv").text
     assert "camp" in client.get("/campaigns").text
     assert client.get("/campaigns/nope").status_code == 404
+
+
+def test_two_runs_side_by_side_aligned_on_acts(client: TestClient) -> None:
+    login(client)
+    replay = client.get("/runs/camp/apexv1_070/r0/replay").text
+    assert 'action="/compare"' in replay and "other/apexv1_070/r0" in replay
+    page = client.get("/compare?a=camp/apexv1_070/r0&b=other/apexv1_070/r0").text
+    # The negative tries to commit before asking for approval: the paths part at that tool call.
+    assert 'id="diverged"' in page
+    diverged = page[page.index('id="diverged"'):][:600]
+    assert "tool:commit" in diverged
+    assert "cmp-same" in page and "cmp-only_b" in page
+    assert client.get("/compare?a=camp/apexv1_070/r0&b=nope").status_code == 404

@@ -55,6 +55,28 @@ async def run_list(request: Request, user: UserDep, settings: SettingsDep) -> Re
     })
 
 
+@router.get("/compare")
+async def compare(request: Request, user: UserDep, settings: SettingsDep, a: str = "",
+                  b: str = "") -> Response:
+    """Two runs side by side, aligned on their semantic acts."""
+    from app.compare import compare_runs
+
+    run_a, run_b = _run_dir(settings, a), _run_dir(settings, b)
+    meta_a, meta_b = read_meta(run_a), read_meta(run_b)
+    notices = []
+    if meta_a.get("task_id") != meta_b.get("task_id"):
+        notices.append(f"These runs are of different tasks ({meta_a.get('task_id')} and "
+                       f"{meta_b.get('task_id')}): the alignment is only indicative.")
+    rows, first = compare_runs(run_a, run_b)
+    tasks = catalogue(request).tasks
+    grades = [grade_cached(d, tasks) if str(m.get("task_id")) in tasks else None
+              for d, m in ((run_a, meta_a), (run_b, meta_b))]
+    return render(request, "compare.html", {
+        "user": user, "a": a, "b": b, "meta_a": meta_a, "meta_b": meta_b, "rows": rows,
+        "first": first, "grades": grades, "notices": notices,
+    })
+
+
 @router.get("/runs/{run_path:path}/trace.wav")
 async def run_trace(run_path: str, user: UserDep, settings: SettingsDep) -> Response:
     trace = _run_dir(settings, run_path) / "trace.wav"
@@ -102,8 +124,11 @@ async def replay(request: Request, run_path: str, user: UserDep,
         notices.append(f"Task '{meta.get('task_id')}' is not in this suite: no grading.")
     elif log.is_file():
         grade = grade_cached(run_dir, tasks)
+    siblings = [r.path for r in list_runs(settings.runs_dir, tasks)
+                if r.meta.get("task_id") == meta.get("task_id") and r.path != run_path]
     return render(request, "replay.html", {
         "user": user, "run_path": run_path, "meta": meta, "notices": notices,
+        "siblings": siblings,
         "events_json": json.dumps(events), "has_trace": has_trace, "grade": grade,
         "task": task,
     })
