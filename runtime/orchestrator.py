@@ -202,13 +202,19 @@ class Orchestrator:
                 tools=tool_schemas(self.task), sample_rate=SAMPLE_RATE, clock=self.clock.mode,
             ))
             self.clock.anchor()
-            reason, detail = await self._loop()
+            try:
+                reason, detail = await self._loop()
+            except InfrastructureError:
+                raise
+            except Exception as exc:
+                # A broken bank file or a bug on our side during the conversation is not the
+                # agent's failure: the run ends as an infrastructure drop that names the fault,
+                # and other runs go on. (A bad configuration at connect still stops the run
+                # with its own message.)
+                reason = "infrastructure_error"
+                detail = f"harness error: {type(exc).__name__}: {exc}"
         except InfrastructureError as exc:
             reason, detail = "infrastructure_error", str(exc)
-        except Exception as exc:
-            # A broken bank file or a bug on our side is not the agent's failure: the run ends
-            # as an infrastructure drop that names the fault, and other runs go on.
-            reason, detail = "infrastructure_error", f"harness error: {type(exc).__name__}: {exc}"
         finally:
             try:
                 await self.agent.close()
