@@ -88,3 +88,14 @@ def test_bad_agent_spec_and_unknown_task(tmp_path: Path) -> None:
     code, text = _cli("run", "--task", "apexv1_001", "--agent", "scripted:/no/such.yaml",
                       "--out", str(tmp_path / "x"))
     assert code == 2 and "script file not found" in text
+
+
+def test_bank_verify_on_the_committed_bank() -> None:
+    code, out = _cli("bank", "verify")
+    assert code == 0, out
+    assert "bank verified for" in out
+    from runtime.bank_manifest import load_manifest
+    from tests.conftest import bundled_tasks
+
+    engines = {load_manifest(t.folder).engine.split()[0] for t in bundled_tasks()}  # type: ignore[union-attr]
+    assert engines == {"kokoro"}, engines  # every shipped bank is the Kokoro bank
