@@ -118,15 +118,23 @@ def categorize(
                 if hint in low:
                     return category
     if status is not None:
-        if status in (401, 403):
-            return ErrorCategory.AUTHENTICATION
-        if status == 402:
-            return ErrorCategory.QUOTA
-        if status == 429:
-            return ErrorCategory.RATE_LIMIT
-        if status >= 500:
-            return ErrorCategory.SERVER
+        by_status = category_for_http_status(status)
+        if by_status is not None:
+            return by_status
     return ErrorCategory.PROTOCOL
+
+
+def category_for_http_status(status: int) -> ErrorCategory | None:
+    """The category an HTTP status names (401/403, 402, 429, 5xx), or None."""
+    if status in (401, 403):
+        return ErrorCategory.AUTHENTICATION
+    if status == 402:
+        return ErrorCategory.QUOTA
+    if status == 429:
+        return ErrorCategory.RATE_LIMIT
+    if status >= 500:
+        return ErrorCategory.SERVER
+    return None
 
 
 def provider_error(

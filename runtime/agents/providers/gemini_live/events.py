@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from runtime.agents.errors import ErrorCategory, WireProtocolError
+from runtime.agents.errors import ErrorCategory, WireProtocolError, category_for_http_status
 
 __all__ = [
     "Blob",
@@ -248,13 +248,4 @@ def error_category(report: ErrorReport) -> ErrorCategory:
         return hint
     if report.status and report.status.upper() in _STATUS:
         return _STATUS[report.status.upper()]
-    code = report.code or 0
-    if code in (401, 403):
-        return ErrorCategory.AUTHENTICATION
-    if code == 402:
-        return ErrorCategory.QUOTA
-    if code == 429:
-        return ErrorCategory.RATE_LIMIT
-    if code >= 500:
-        return ErrorCategory.SERVER
-    return ErrorCategory.PROTOCOL
+    return category_for_http_status(report.code or 0) or ErrorCategory.PROTOCOL
