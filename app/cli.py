@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from app.cli_study import study
 from runtime.spec import TaskLoadError, TaskSpec, default_tasks_dir, find_task, load_tasks
 
 
@@ -34,6 +35,9 @@ def _load_all(paths: tuple[Path, ...] | list[Path]) -> list[TaskSpec]:
 @click.version_option(package_name="apex-voice-studio")
 def main() -> None:
     """APEX-Voice Studio: run, grade and audit voice agents on professional workflows."""
+
+
+main.add_command(study)  # `apex-voice study …` (app/cli_study.py)
 
 
 # --------------------------------------------------------------------------- tasks
