@@ -117,8 +117,10 @@ def agreement(ratings_path: Path, as_json: bool, tasks_dir: Path | None, seed: i
 def _attach() -> None:
     """The planning commands live next to their protocols' CLI helpers."""
     from app.cli_study_a import sample_a_command
+    from app.cli_study_b import check_b_command, plan_b_command
 
-    study.add_command(sample_a_command)
+    for command in (sample_a_command, plan_b_command, check_b_command):
+        study.add_command(command)
 
 
 _attach()
