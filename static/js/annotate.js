@@ -1,0 +1,210 @@
+// Study A annotator page: every rating is saved the moment it is given (a JSON POST with the
+// session's CSRF header), the comment as it is typed, and every action has a key (shown on the
+// page). Saves go out one after another, in the order given, so a quick change of mind
+// (3 then 4) can never be overtaken by the older value. Navigation waits for pending saves.
+(() => {
+  "use strict";
+
+  const csrf = (() => {
+    try {
+      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRF-Token"] || "";
+    } catch (e) {
+      return "";
+    }
+  })();
+
+  // The overview page: confirm before the ratings are locked.
+  const submitForm = document.getElementById("ann-submit");
+  if (submitForm) {
+    submitForm.addEventListener("submit", (e) => {
+      if (!window.confirm(submitForm.dataset.confirm)) e.preventDefault();
+    });
+  }
+
+  const root = document.getElementById("annotate");
+  if (!root) return;
+
+  const audio = document.getElementById("ann-audio");
+  const statusEl = document.getElementById("ann-status");
+  const comment = document.getElementById("ann-comment");
+  const guidance = document.getElementById("ann-guidance");
+  const locked = root.dataset.locked === "true";
+  const state = {
+    rating: JSON.parse(root.dataset.rating || "{}"),
+    saved: 0, errors: 0, pending: 0, lastError: null, lastSaved: null,
+  };
+  window.annotate = state;  // read by the browser test
+
+  const KEYS = {
+    "1": ["fidelity", 1], "2": ["fidelity", 2], "3": ["fidelity", 3],
+    "4": ["fidelity", 4], "5": ["fidelity", 5],
+    "a": ["naturalness", 1], "s": ["naturalness", 2], "d": ["naturalness", 3],
+    "f": ["naturalness", 4], "g": ["naturalness", 5],
+    "y": ["leakage", 1], "n": ["leakage", 0],
+  };
+
+  function show(text, kind) {
+    statusEl.textContent = text;
+    statusEl.className = "ann-status" + (kind ? " " + kind : "");
+  }
+
+  function mark(dim, value) {
+    root.querySelectorAll(`button[data-dim="${dim}"]`).forEach((b) => {
+      b.setAttribute("aria-pressed", String(Number(b.dataset.value) === value));
+    });
+  }
+
+  function applySaved(body) {
+    state.rating = body.rating;
+    for (const dim of ["fidelity", "naturalness", "leakage"]) mark(dim, body.rating[dim]);
+    document.getElementById("ann-done").textContent = body.done;
+    document.getElementById("ann-progress").value = body.done;
+  }
+
+  let chain = Promise.resolve();
+
+  async function post(change) {
+    const res = await fetch(root.dataset.rateUrl, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "Accept": "application/json",
+                "X-CSRF-Token": csrf},
+      body: JSON.stringify(change),
+    });
+    let body = null;
+    try { body = await res.json(); } catch (e) { body = null; }
+    if (!res.ok) {
+      throw new Error(body && body.error ? body.error : `the server answered ${res.status}`);
+    }
+    return body;
+  }
+
+  function save(change) {
+    if (locked) {
+      show("Locked: your ratings can no longer change.", "error");
+      return chain;
+    }
+    state.pending += 1;
+    show("Saving…", "busy");
+    chain = chain.then(() => post(change)).then((body) => {
+      applySaved(body);
+      state.saved += 1;
+      state.lastSaved = change;
+      show(body.complete ? "Saved: this item is done" : "Saved", "ok");
+    }).catch((err) => {
+      state.errors += 1;
+      state.lastError = String(err.message || err);
+      show("Not saved: " + state.lastError, "error");
+      mark("fidelity", state.rating.fidelity);
+      mark("naturalness", state.rating.naturalness);
+      mark("leakage", state.rating.leakage);
+    }).finally(() => { state.pending -= 1; });
+    return chain;
+  }
+
+  function rate(dim, value) {
+    mark(dim, value);  // shown at once; undone if the save fails
+    save({[dim]: value});
+  }
+
+  // Comment: saved after a pause in typing and when the box is left.
+  let commentTimer = null;
+  let commentSent = comment.value;
+  function flushComment() {
+    if (commentTimer) { clearTimeout(commentTimer); commentTimer = null; }
+    if (locked || comment.value === commentSent) return chain;
+    commentSent = comment.value;
+    return save({comment: comment.value});
+  }
+  comment.addEventListener("input", () => {
+    if (commentTimer) clearTimeout(commentTimer);
+    commentTimer = setTimeout(flushComment, 800);
+  });
+  comment.addEventListener("blur", flushComment);
+
+  function go(url) {
+    if (!url) return;
+    flushComment();
+    show("Saving…", "busy");
+    chain.finally(() => { window.location.assign(url); });
+  }
+
+  function playPause() {
+    if (audio.paused) {
+      audio.play().catch((err) => show("Could not play: " + err.message, "error"));
+    } else {
+      audio.pause();
+    }
+  }
+
+  function replay() {
+    audio.currentTime = 0;
+    audio.play().catch((err) => show("Could not play: " + err.message, "error"));
+  }
+
+  root.querySelectorAll("button[data-dim]").forEach((b) => {
+    b.addEventListener("click", () => {
+      b.blur();  // so that Space plays the audio instead of pressing this button again
+      rate(b.dataset.dim, Number(b.dataset.value));
+    });
+  });
+  document.getElementById("ann-play").addEventListener("click", (e) => {
+    e.currentTarget.blur();
+    playPause();
+  });
+  document.getElementById("ann-replay").addEventListener("click", (e) => {
+    e.currentTarget.blur();
+    replay();
+  });
+  root.querySelectorAll(".ann-nav a").forEach((a) => {
+    a.addEventListener("click", (e) => { e.preventDefault(); go(a.getAttribute("href")); });
+  });
+
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;  // leave browser shortcuts alone
+    const t = e.target;
+    const typing = t && (t.tagName === "TEXTAREA" || t.tagName === "INPUT" ||
+                         t.tagName === "SELECT" || t.isContentEditable);
+    if (typing) {
+      if (e.key === "Escape") t.blur();
+      return;
+    }
+    const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    if (key in KEYS) {
+      e.preventDefault();
+      rate(KEYS[key][0], KEYS[key][1]);
+    } else if (key === " " || key === "Spacebar") {
+      e.preventDefault();
+      playPause();
+    } else if (key === "r") {
+      e.preventDefault();
+      replay();
+    } else if (key === "ArrowRight" || key === ".") {
+      e.preventDefault();
+      go(root.dataset.nextUrl || root.dataset.overviewUrl);
+    } else if (key === "ArrowLeft" || key === ",") {
+      e.preventDefault();
+      go(root.dataset.prevUrl);
+    } else if (key === "c") {
+      e.preventDefault();
+      comment.focus();
+    } else if (key === "h") {
+      e.preventDefault();
+      guidance.open = !guidance.open;
+    } else if (key === "o") {
+      e.preventDefault();
+      go(root.dataset.overviewUrl);
+    }
+  });
+
+  // A reload or a closed tab still sends a comment typed in the last moment.
+  window.addEventListener("pagehide", () => {
+    if (locked || comment.value === commentSent) return;
+    commentSent = comment.value;
+    fetch(root.dataset.rateUrl, {
+      method: "POST", keepalive: true, credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf},
+      body: JSON.stringify({comment: comment.value}),
+    });
+  });
+})();

@@ -1,0 +1,113 @@
+"""Study A annotator, end to end in a real browser (Debian Chromium, headless, Playwright), with
+the app server and the browser inside a loopback-only network namespace (``unshare -n``), as in
+tests/browser/test_browser.py. One subprocess (tests/browser/study_a_scenario.py) drives the
+page and prints a JSON result that the tests below assert on; screenshots go to
+tests/browser/screenshots/ (git-ignored).
+
+The annotator opens their invitation link, plays the utterance with the keyboard (the audio
+element's clock advances and its ``played`` ranges are non-empty), rates it with the keyboard
+(fidelity, naturalness, leakage), goes to the next item with the keyboard, reloads the page
+mid-study and finds the next item shown with the first counted as done, and going back shows
+the saved ratings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import Session, select
+
+from app import study_a as svc
+from app.auth import create_user
+from app.models_study_a import Annotator
+from app.settings import Settings
+from app.web import create_app
+from tests.browser.test_browser import PASSWORD, ROOT, SCREENSHOTS, skip_reason
+
+HERE = Path(__file__).resolve().parent
+TIMEOUT_S = 180
+
+
+@pytest.fixture(scope="module")
+def browser_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    data = tmp_path_factory.mktemp("study_a_browser") / "data"
+    settings = Settings(data_dir=data, secret_key="browser-test-secret")
+    app = create_app(settings)
+    with Session(app.state.engine) as session:
+        create_user(session, "ada", PASSWORD)
+        svc.create_study(session, app.state.catalogue.tasks,
+                         svc.StudyACreate(name="browser", n_tasks=4, n_annotators=1),
+                         created_by="ada")
+        annotator = session.exec(select(Annotator)).one()
+        token = annotator.token
+    app.state.engine.dispose()
+    config = data.parent / "study_a_scenario.json"
+    config.write_text(json.dumps({"data_dir": str(data), "token": token,
+                                  "screenshots": str(SCREENSHOTS)}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
+           sys.executable, str(HERE / "study_a_scenario.py"), str(config)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT,
+                          env=env, check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not lines:
+        pytest.fail(f"the browser scenario printed no result (exit {proc.returncode}):\n"
+                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT "):])
+    (SCREENSHOTS / "study_a_result.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+@pytest.fixture(scope="module")
+def run(browser_result: dict[str, Any]) -> dict[str, Any]:
+    part: dict[str, Any] = browser_result["annotator"]
+    assert "error" not in part, (part.get("error"), part.get("traceback"),
+                                 browser_result.get("console"))
+    return part
+
+
+def test_the_play_key_plays_the_utterance(run: dict[str, Any]) -> None:
+    audio = run["audio"]
+    assert audio["currentTime"] > 0.3 and audio["duration"] > 1.0
+    assert audio["played"] and audio["played"][0][1] > audio["played"][0][0]
+    assert run["replay"]["paused_at"] > 0.3
+    assert run["replay"]["after"] < run["replay"]["paused_at"]  # R went back to the start
+
+
+def test_keyboard_ratings_are_saved_at_once(run: dict[str, Any]) -> None:
+    assert run["first"]["n"] == "1" and run["first"]["done"] == "0"
+    assert run["rated"]["pressed"] == {"fidelity": 4, "naturalness": 4, "leakage": 0}
+    assert run["rated"]["done"] == "1" and run["status"].startswith("Saved")
+    # Typing a comment with rating keys in it changed no rating.
+    assert run["after_comment"]["pressed"] == run["rated"]["pressed"]
+    assert run["errors"] == 0
+
+
+def test_reload_mid_study_resumes_on_the_next_item(run: dict[str, Any]) -> None:
+    reloaded = run["reloaded"]
+    assert reloaded["url"].endswith("/item/2") and reloaded["n"] == "2"
+    assert reloaded["done"] == "1" and reloaded["total"] == "12"
+    assert reloaded["pressed"] == {"fidelity": None, "naturalness": None, "leakage": None}
+    assert reloaded["transcript"] != run["first"]["transcript"]
+    assert run["resumed"]["url"].endswith("/item/2")
+
+
+def test_going_back_shows_the_saved_ratings(run: dict[str, Any]) -> None:
+    back = run["back"]
+    assert back["n"] == "1" and back["pressed"] == {"fidelity": 4, "naturalness": 4,
+                                                    "leakage": 0}
+    assert back["comment"] == "fast speech, sounds fine"
+    first = run["server"]["items"][0]
+    assert (first["fidelity"], first["naturalness"], first["leakage"]) == (4, 4, 0)
+    assert first["comment"] == "fast speech, sounds fine" and run["server"]["done"] == 1
+    for shot in run["screenshots"]:
+        assert Path(shot).is_file()
