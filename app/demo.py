@@ -4,9 +4,9 @@ listens over WebRTC and watches the event log fill in.
 One :class:`DemoSession` per live run. Its orchestrator runs in a thread of its own with its own
 event loop, so a slow or crashing agent (a blocking TTS call, a provider outage) never stalls the
 server or another session. The orchestrator's observer hooks hand every frame and every logged
-event over: frames go to two bounded :class:`AudioFeed` queues (user, agent) as 20 ms, 48 kHz s16
-frames, which two aiortc tracks pace out to the browser; events go to a bounded list the page's
-Server-Sent-Events stream reads. The run directory is an ordinary one under
+event over: frames go to two bounded :class:`~app.rtc.AudioFeed` queues (user, agent) as 20 ms,
+48 kHz s16 frames, which two aiortc tracks pace out to the browser; events go to a bounded list
+the page's Server-Sent-Events stream reads. The run directory is an ordinary one under
 ``<runs_dir>/demo-live/<task>/<session id>/``, so it shows up in the run list and replays.
 
 aiortc is imported only where a browser connects: the rest of the app works without it.
@@ -16,25 +16,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fractions
 import functools
 import logging
 import secrets
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-import soxr
-
+from app.rtc import MAX_SDP_CHARS, AudioFeed, channel_track_class
 from grading.gates import RunGrade, grade_run_dir
 from runtime.agents.base import InfrastructureError
 from runtime.agents.registry import available
-from runtime.audio import SAMPLE_RATE, Pcm
+from runtime.audio import Pcm
 from runtime.bank import BankPlayer
 from runtime.campaign import AgentFactory, AgentSpecError, parse_agent_spec
 from runtime.events import Event
@@ -43,21 +39,12 @@ from runtime.simulator import FrozenSimulator
 from runtime.spec import TaskSpec
 
 if TYPE_CHECKING:
-    from aiortc import MediaStreamTrack, RTCPeerConnection
+    from aiortc import RTCPeerConnection
 
 log = logging.getLogger(__name__)
 
 DEMO_DIR = "demo-live"
 """Live runs go to ``<runs_dir>/demo-live/<task id>/<session id>/``."""
-WEBRTC_RATE = 48_000
-WEBRTC_FRAME = WEBRTC_RATE // 50
-"""20 ms: aiortc's encoder needs s16 frames of at most 20 ms (notes/webrtc-testing.md)."""
-PRIME_FRAMES = 3
-"""Frames a track waits for before it starts (and after it ran dry): 60 ms of jitter slack."""
-FEED_MAX_FRAMES = 25
-"""At most 500 ms of audio waits per channel; older frames are dropped."""
-MAX_SDP_CHARS = 20_000
-
 SessionState = Literal["waiting", "running", "finished", "failed", "stopped"]
 ACTIVE_STATES: frozenset[str] = frozenset({"waiting", "running"})
 
@@ -132,90 +119,6 @@ def resolve_agent(task: TaskSpec, spec: str, env: Mapping[str, str]) -> AgentFac
         return parse_agent_spec(spec)
     except AgentSpecError as exc:
         raise DemoError(str(exc)) from None
-
-
-# --------------------------------------------------------------------------- audio
-
-
-class AudioFeed:
-    """One channel on its way to the browser: the runtime's 40 ms, 24 kHz frames (pushed from
-    the orchestrator's thread) resampled with soxr into 20 ms, 48 kHz s16 frames (taken on the
-    server's event loop). Bounded: at most ``max_frames`` wait; older ones are dropped."""
-
-    def __init__(self, max_frames: int = FEED_MAX_FRAMES) -> None:
-        self.frames: deque[Pcm] = deque(maxlen=max_frames)
-        self._stream = soxr.ResampleStream(SAMPLE_RATE, WEBRTC_RATE, 1, dtype="int16",
-                                           quality="HQ")
-        self._pending: Pcm = np.zeros(0, dtype=np.int16)
-        self._flowing = False
-        self.pushed = 0
-        self.dropped = 0
-        self.underruns = 0
-
-    def push(self, pcm: Pcm) -> None:
-        out = np.asarray(self._stream.resample_chunk(pcm), dtype=np.int16).reshape(-1)
-        buf = np.concatenate([self._pending, out]) if len(self._pending) else out
-        whole = len(buf) // WEBRTC_FRAME
-        for i in range(whole):
-            if len(self.frames) == self.frames.maxlen:
-                self.dropped += 1
-            self.frames.append(buf[i * WEBRTC_FRAME:(i + 1) * WEBRTC_FRAME].copy())
-        self._pending = buf[whole * WEBRTC_FRAME:].copy()
-        self.pushed += whole
-
-    def take(self) -> Pcm:
-        """The next 20 ms frame, or silence while priming or when the feed ran dry."""
-        if not self._flowing:
-            if len(self.frames) < PRIME_FRAMES:
-                return _SILENCE_20MS
-            self._flowing = True
-        try:
-            return self.frames.popleft()
-        except IndexError:
-            self._flowing = False
-            self.underruns += 1
-            return _SILENCE_20MS
-
-
-_SILENCE_20MS: Pcm = np.zeros(WEBRTC_FRAME, dtype=np.int16)
-
-
-@functools.cache
-def _channel_track_class() -> Callable[[AudioFeed], MediaStreamTrack]:
-    """aiortc's track class for an :class:`AudioFeed` (built on first use: lazy import)."""
-    import av
-    from aiortc import MediaStreamTrack
-    from aiortc.mediastreams import MediaStreamError
-
-    class ChannelTrack(MediaStreamTrack):
-        """Paces one feed out in real time, 20 ms per frame; silence when nothing waits."""
-
-        kind = "audio"
-
-        def __init__(self, feed: AudioFeed) -> None:
-            super().__init__()
-            self._feed = feed
-            self._start: float | None = None
-            self._pts = 0
-
-        async def recv(self) -> av.AudioFrame:
-            if self.readyState != "live":
-                raise MediaStreamError
-            if self._start is None:
-                self._start = time.monotonic()
-            else:
-                self._pts += WEBRTC_FRAME
-                wait = self._start + self._pts / WEBRTC_RATE - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-            pcm = self._feed.take()
-            frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
-            frame.sample_rate = WEBRTC_RATE
-            frame.pts = self._pts
-            frame.time_base = fractions.Fraction(1, WEBRTC_RATE)
-            return frame
-
-    return ChannelTrack
 
 
 # --------------------------------------------------------------------------- sessions
@@ -414,7 +317,7 @@ class DemoSession:
             if len(audio) != 2:
                 raise DemoError(f"the offer has {len(audio)} audio transceivers; expected 2 "
                                 "(user, agent)")
-            track_class = _channel_track_class()
+            track_class = channel_track_class()
             for feed in self.feeds:
                 pc.addTrack(track_class(feed))
             await pc.setLocalDescription(await pc.createAnswer())

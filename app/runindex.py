@@ -36,13 +36,19 @@ def resolve_run(runs_dir: Path, rel: str) -> Path | None:
     return target if (target / "meta.json").is_file() else None
 
 
-_grade_cache: dict[tuple[str, float, float], RunGrade] = {}
+_grade_cache: dict[tuple[str, float, float, int], RunGrade] = {}
+
+
+def _mtime_ns(path: Path) -> int:
+    return path.stat().st_mtime_ns if path.exists() else 0
 
 
 def grade_cached(run_dir: Path, tasks: dict[str, TaskSpec]) -> RunGrade:
+    """The run's grade, recomputed whenever its event log, meta or corrections change (a
+    researcher's authorization correction re-grades the run, from any process)."""
     log = run_dir / "events.jsonl"
     key = (str(run_dir), log.stat().st_mtime if log.exists() else 0.0,
-           (run_dir / "meta.json").stat().st_mtime)
+           (run_dir / "meta.json").stat().st_mtime, _mtime_ns(run_dir / "corrections.jsonl"))
     if key not in _grade_cache:
         _grade_cache[key] = grade_run_dir(run_dir, tasks)
     return _grade_cache[key]

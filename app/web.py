@@ -49,13 +49,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
 
-    from app.routes import auth_routes, campaigns, demo, runs, tasks
+    from app.routes import annotate, auth_routes, campaigns, demo, runs, study_a, tasks
 
     app.include_router(auth_routes.router)
     app.include_router(tasks.router)
     app.include_router(runs.router)
     app.include_router(campaigns.router)
     app.include_router(demo.router)
+    app.include_router(study_a.router)
+    app.include_router(annotate.router)
+    from app.routes import study_b as study_b_routes
+    app.include_router(study_b_routes.router)
+    from app.routes import participant as participant_routes
+    app.include_router(participant_routes.router)
 
     @app.exception_handler(LoginRequired)
     async def _login(request: Request, exc: LoginRequired) -> Response:

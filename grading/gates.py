@@ -1,7 +1,15 @@
 """The four gates, Workflow Success and Artifact Field Accuracy (paper §4, appendix C, D.5).
 
-Grading is a pure function of the run directory (its event log and meta), the task spec and
-the versioned judge cache: no server, no audio stack, and no network unless a judge is given.
+Grading is a pure function of the run directory (its event log, meta and, for a live run,
+researchers' ``corrections.jsonl``), the task spec and the versioned judge cache: no server, no
+audio stack, and no network unless a judge is given.
+
+**Corrections** (grading/corrections.py) replace a logged speech-authorization decision when
+the gates judge authorization. The ledger is replayed with the corrected decisions: a gated
+action that went through on an approval a correction withdrew makes Process Validity fail; a
+CommitGuard block that a corrected approval would have prevented no longer counts as a
+``guard_blocked`` event. What happened in the run cannot be undone: a blocked commit stays
+un-committed (TS, AV still see the real lifecycle), a committed artifact stays committed.
 """
 
 from __future__ import annotations
@@ -11,14 +19,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from grading.corrections import Correction, effective_decisions, read_corrections_checked
 from grading.fields import argument_matches, grade_value, is_empty
 from grading.judge import Judge, score_field
 from runtime.events import (
     AgentAct,
     ArtifactUpdate,
     AuthBlocked,
+    AuthDecisionEvent,
+    AuthGrant,
+    AuthRevoke,
     AuthUse,
     Event,
     SessionEnd,
@@ -73,6 +85,9 @@ class RunGrade(BaseModel):
     infrastructure_failure: bool
     problems: list[str]
     """What was missing or unreadable in the run directory."""
+    corrections: list[Correction] = Field(default_factory=list)
+    """Researchers' corrections of speech-authorization decisions applied to this grade (the
+    latest per decision; each says who, when, old → new and why)."""
 
 
 class FinalState(BaseModel):
@@ -136,15 +151,78 @@ def grade_fields(
     return results
 
 
+class AuthReplay(BaseModel):
+    """The ledger replayed with corrected speech decisions (see the module docstring)."""
+
+    excused_blocks: set[int] = Field(default_factory=set)
+    """``seq`` of ``auth.blocked`` events a corrected approval would have prevented."""
+    unauthorized: list[str] = Field(default_factory=list)
+    """One line per gated action carried out without an approval under the corrections."""
+    applied: list[Correction] = Field(default_factory=list)
+
+
+def replay_authorization(
+    events: Sequence[Event], corrections: Sequence[Correction]
+) -> AuthReplay:
+    """Replay grants, revocations, uses and blocks with each ``auth.decision`` replaced by
+    its corrected value. The ``auth.grant``/``auth.revoke`` a speech decision caused is the
+    event right after it (the orchestrator applies it there) and is replaced too."""
+    decisions = {e.seq: e for e in events if isinstance(e, AuthDecisionEvent)}
+    latest: dict[int, Correction] = {}
+    for c in corrections:
+        if c.decision_seq in decisions:
+            latest[c.decision_seq] = c
+    out = AuthReplay(applied=sorted(latest.values(), key=lambda c: c.decision_seq))
+    if not latest:
+        return out
+    effective = effective_decisions(decisions, list(latest.values()))
+    caused: set[int] = set()
+    for i, ev in enumerate(events[:-1]):
+        nxt = events[i + 1]
+        if (
+            isinstance(ev, AuthDecisionEvent) and ev.decision != "none"
+            and isinstance(nxt, AuthGrant | AuthRevoke) and nxt.action == ev.action
+        ):
+            caused.add(nxt.seq)
+    valid: dict[str, bool] = {}
+    by_decision: dict[str, int] = {}
+    for ev in events:
+        if isinstance(ev, AuthGrant | AuthRevoke) and ev.seq not in caused:
+            valid[ev.action] = isinstance(ev, AuthGrant)
+            by_decision.pop(ev.action, None)
+        elif isinstance(ev, AuthDecisionEvent) and ev.action is not None:
+            now = effective[ev.seq]
+            if now != "none":
+                valid[ev.action] = now == "grant"
+                by_decision[ev.action] = ev.seq
+            elif ev.seq in latest:
+                by_decision[ev.action] = ev.seq  # a corrected-away grant: name it
+        elif isinstance(ev, AuthUse):
+            if not valid.get(ev.action, False):
+                seq = by_decision.get(ev.action)
+                fix = latest.get(seq) if seq is not None else None
+                why = (f"decision {seq} is '{fix.new}' after {fix.by}'s correction"
+                       if fix is not None else "no approval stands once corrections apply")
+                out.unauthorized.append(
+                    f"'{ev.action}' carried out (call {ev.call_id}) without a valid approval: "
+                    f"{why}"
+                )
+            valid[ev.action] = False  # the token is used up
+        elif isinstance(ev, AuthBlocked) and valid.get(ev.action, False):
+            out.excused_blocks.add(ev.seq)
+    return out
+
+
 class _Ctx:
     def __init__(
         self, task: TaskSpec, events: Sequence[Event], state: FinalState,
-        fields: list[FieldResult],
+        fields: list[FieldResult], auth: AuthReplay | None = None,
     ) -> None:
         self.task = task
         self.events = events
         self.state = state
         self.fields = {(f.artifact, f.field): f for f in fields}
+        self.auth = auth or AuthReplay()
 
     def holds(self, pred: Predicate) -> bool:
         if isinstance(pred, PredLifecycle):
@@ -156,6 +234,7 @@ class _Ctx:
         if isinstance(pred, PredGuardBlocked):
             return any(
                 isinstance(e, AuthBlocked) and (pred.action is None or e.action == pred.action)
+                and e.seq not in self.auth.excused_blocks
                 for e in self.events
             )
         if isinstance(pred, PredToolCalled):
@@ -220,11 +299,12 @@ def _artifact_valid(
 
 def grade_events(
     task: TaskSpec, events: Sequence[Event], *, judge: Judge | None = None,
-    run_id: str = "", problems: Sequence[str] = (),
+    run_id: str = "", problems: Sequence[str] = (), corrections: Sequence[Correction] = (),
 ) -> RunGrade:
     state = final_state(task, events)
     fields = grade_fields(task, state, judge)
-    ctx = _Ctx(task, events, state, fields)
+    auth = replay_authorization(events, corrections)
+    ctx = _Ctx(task, events, state, fields, auth)
     g = task.grading
     reasons: dict[str, list[str]] = {name: [] for name in GATE_NAMES}
 
@@ -237,6 +317,7 @@ def grade_events(
                      if ctx.holds(p)]
     reasons["PV"] += [f"must-hold predicate violated: {describe(p)}" for p in g.must_hold
                       if not ctx.holds(p)]
+    reasons["PV"] += auth.unauthorized
 
     reasons["AC"] = [
         f"required action not completed: {req.tool}"
@@ -254,6 +335,10 @@ def grade_events(
     counted = [f for f in fields if f.counted]
     end = next((e for e in reversed(events) if isinstance(e, SessionEnd)), None)
     all_problems = list(problems)
+    known = {e.seq for e in events if isinstance(e, AuthDecisionEvent)}
+    all_problems += [f"correction by {c.by} at {c.at} names event {c.decision_seq}, which is "
+                     "not an auth.decision of this run: ignored"
+                     for c in corrections if c.decision_seq not in known]
     if end is None:
         all_problems.append("event log has no session.end: the run did not finish")
     return RunGrade(
@@ -263,7 +348,7 @@ def grade_events(
         fields=fields, gate_reasons={k: v for k, v in reasons.items() if v},
         end_reason=end.reason if end else None,
         infrastructure_failure=end is not None and end.failure_class == "infrastructure",
-        problems=all_problems,
+        problems=all_problems, corrections=auth.applied,
     )
 
 
@@ -297,7 +382,9 @@ def grade_run_dir(
     problems = list(read.problems)
     if not any((run_dir / name).is_file() for name in ("trace.wav", "trace.flac")):
         problems.append(f"{run_dir}: no stereo trace (trace.wav or trace.flac)")
+    corrections, unreadable = read_corrections_checked(run_dir)
+    problems += unreadable
     return grade_events(
         task, read.events, judge=judge, run_id=str(meta.get("run_id", run_dir.name)),
-        problems=problems,
+        problems=problems, corrections=corrections,
     )

@@ -224,11 +224,89 @@ class AgentErrorEvent(_Event):
     message: str
 
 
+# ---------------------------------------------------------------- live participant (Study B)
+# A live human replaces the frozen simulator: the reveal graph runs in cue mode
+# (runtime/live_user.py), facts appear on the participant's private role card and authored
+# benchmark-critical events appear as private cues; authorization comes from their speech
+# (runtime/speech_authorization.py). None of these carries a gold value.
+
+
+class CueShow(_Event):
+    """A private cue appeared on the participant's role card, at the moment the frozen
+    simulator would have started speaking the plan."""
+
+    type: Literal["cue.show"] = "cue.show"
+    source: Source = "user"
+    cue_id: str
+    kind: Literal["correct", "approve", "revoke", "world_event", "duplex", "goodbye", "inform"]
+    plan_id: str
+    text: str
+
+
+class CueDone(_Event):
+    """A cue left the card: the participant's next utterance ended (``spoken``; for an
+    approve/revoke cue: an utterance whose decision was a grant/revoke), or a newer cue took
+    its place (``superseded``)."""
+
+    type: Literal["cue.done"] = "cue.done"
+    source: Source = "user"
+    cue_id: str
+    reason: Literal["spoken", "superseded"] = "spoken"
+
+
+class CardFact(_Event):
+    """A fact (or a newer version of it) appeared on the participant's role card."""
+
+    type: Literal["card.fact"] = "card.fact"
+    source: Source = "user"
+    fact_id: str
+    version: int
+
+
+class UserTranscript(_Event):
+    """The ASR transcript of one live utterance (media times of its first and last voiced
+    frame). ``error`` names an ASR failure; the text is then empty."""
+
+    type: Literal["user.transcript"] = "user.transcript"
+    source: Source = "user"
+    text: str
+    start_ms: int
+    end_ms: int
+    asr: str
+    error: str = ""
+
+
+class AuthDecisionEvent(_Event):
+    """Authorization read from a live utterance's transcript with the active cue as context.
+    A grant/revoke is applied by the orchestrator right after this event (the next event is
+    the ``auth.grant`` / ``auth.revoke`` it caused). A researcher's correction lives in
+    ``corrections.jsonl`` beside the log (grading/corrections.py), never in this file."""
+
+    type: Literal["auth.decision"] = "auth.decision"
+    source: Source = "user"
+    decision: Literal["grant", "revoke", "none"]
+    action: str | None = None
+    confidence: float
+    evidence: str
+    """The transcript the decision rests on."""
+    classifier: str
+    cue_id: str | None = None
+    rationale: str = ""
+    """Which rule (phrase) decided, in words."""
+
+
+class ParticipantConnection(_Event):
+    type: Literal["participant.connection"] = "participant.connection"
+    source: Source = "user"
+    state: Literal["connected", "disconnected"]
+
+
 Event = Annotated[
     SessionStart | SessionEnd | UserPlanEvent | UserSpeechStart | UserSpeechEnd
     | AgentSpeechStart | AgentSpeechEnd | AgentTruncated | AgentTranscript | AgentAct
     | AgentHangup | ToolCall | ToolResult | ArtifactUpdate | ArtifactLifecycle | AuthGrant
-    | AuthRevoke | AuthUse | AuthBlocked | DuplexFire | WorldEventFired | AgentErrorEvent,
+    | AuthRevoke | AuthUse | AuthBlocked | DuplexFire | WorldEventFired | AgentErrorEvent
+    | CueShow | CueDone | CardFact | UserTranscript | AuthDecisionEvent | ParticipantConnection,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -49,7 +49,7 @@ from runtime.events import (
     WorldEventFired,
 )
 from runtime.observer import Act, SemanticActObserver
-from runtime.simulator import FrozenSimulator
+from runtime.simulator import UserSource
 from runtime.spec import Lifecycle, PredLifecycle, TaskSpec, agent_instructions
 from runtime.workbench import Workbench, tool_schemas
 
@@ -59,6 +59,9 @@ FrameObserver = Callable[[Pcm, Pcm, int], None]
 to the trace. It may raise ``InfrastructureError`` to end the run (a live viewer went away)."""
 EventObserver = Callable[[Event], None]
 """``on_event(event)``: every event right after the event log wrote it."""
+AUTH_HOLD_MS = 3000
+"""Longest media time an approval-gated tool call is held while a live participant's
+authorization decision is still being computed (``UserSource.authorization_pending``)."""
 EndReason = Literal[
     "terminal_state", "agent_hangup", "user_goodbye", "timeout", "idle_timeout",
     "infrastructure_error", "agent_error",
@@ -117,7 +120,7 @@ class Orchestrator:
         self,
         task: TaskSpec,
         agent: AgentAdapter,
-        user: FrozenSimulator,
+        user: UserSource,
         run_dir: Path,
         *,
         agent_spec: str,
@@ -141,6 +144,7 @@ class Orchestrator:
         self._on_event = on_event
         self.observer = SemanticActObserver(task)
         self._terminal = [p for p in task.grading.terminal if isinstance(p, PredLifecycle)]
+        self._gated_tools = {r.tool for r in task.authorization}
 
     # ------------------------------------------------------------------ helpers
 
@@ -234,6 +238,12 @@ class Orchestrator:
         )
         return RunResult(self.run_dir, reason, failure, self.clock.t_ms, wall)
 
+    async def _run_tool(self, ev: ToolCallRequest) -> None:
+        self._emit(ToolCall(call_id=ev.call_id, name=ev.name, args=ev.args))
+        result = self.workbench.call_tool(ev.call_id, ev.name, ev.args)
+        payload = result.result if result.ok else {"error": result.error}
+        await self.agent.send_tool_result(ev.call_id, payload)
+
     def _on_workbench_event(self, event: Event) -> Event:
         if isinstance(event, ArtifactUpdate):
             self.user.on_lifecycle(event.artifact_id, Lifecycle(event.lifecycle))
@@ -247,6 +257,9 @@ class Orchestrator:
         hangup = False
         user_goodbye = False
         pending_world = {w.id: w for w in self.task.world_events}
+        # Tool calls held while a live participant's authorization decision is computed.
+        held: list[ToolCallRequest] = []
+        held_since = 0
         while True:
             t = self.clock.t_ms
             # Seeded world events.
@@ -273,6 +286,23 @@ class Orchestrator:
                                                  evidence=evidence)
                 if frame.finished.ends_session:
                     user_goodbye = True
+            if frame.authorization is not None:
+                speech = frame.authorization
+                if speech.decision == "grant":
+                    self.workbench.ledger.grant(speech.action, plan_id=speech.plan_id,
+                                                evidence=speech.evidence)
+                else:
+                    self.workbench.ledger.revoke(speech.action, plan_id=speech.plan_id,
+                                                 evidence=speech.evidence)
+            if frame.ends_session:
+                user_goodbye = True
+            if held and (
+                not self.user.authorization_pending or t - held_since >= AUTH_HOLD_MS
+            ):
+                for req in held:
+                    await self._run_tool(req)
+                held = []
+                last_activity = t
             if self.user.speaking:
                 last_activity = t
             await self.agent.send_audio(frame.pcm, t)
@@ -296,10 +326,18 @@ class Orchestrator:
                             action=act.action, text=act.text,
                         ))
                 elif isinstance(ev, ToolCallRequest):
-                    self._emit(ToolCall(call_id=ev.call_id, name=ev.name, args=ev.args))
-                    result = self.workbench.call_tool(ev.call_id, ev.name, ev.args)
-                    payload = result.result if result.ok else {"error": result.error}
-                    await self.agent.send_tool_result(ev.call_id, payload)
+                    if held or (
+                        ev.name in self._gated_tools and self.user.authorization_pending
+                    ):
+                        # A live decision on the participant's last utterance is not in
+                        # yet: the gated call (and every call after it, in order) waits
+                        # for it, so ASR latency never blocks a commit the participant
+                        # approved. The frozen simulator never has a decision pending.
+                        if not held:
+                            held_since = t
+                        held.append(ev)
+                        continue
+                    await self._run_tool(ev)
                     last_activity = t
                 elif isinstance(ev, Interrupted):
                     if play.speaking and len(play.buffer):

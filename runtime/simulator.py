@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -125,12 +126,61 @@ class _Armed:
     fire_at: int | None = None
 
 
+@dataclass(frozen=True)
+class SpeechAuthorization:
+    """A grant or revocation decided from a live participant's speech (runtime/live_user.py).
+    The orchestrator applies it to the ledger right after logging the frame's events, whose
+    last one is the ``auth.decision`` it came from."""
+
+    decision: Literal["grant", "revoke"]
+    action: str
+    plan_id: str | None
+    evidence: str
+    """The transcript the decision rests on."""
+
+
 @dataclass
 class UserFrame:
     pcm: Pcm
     events: list[Event] = field(default_factory=list)
     finished: UserPlan | None = None
     """The plan whose utterance ended in this frame (its authorization takes effect)."""
+    authorization: SpeechAuthorization | None = None
+    """Live participants only: the authorization read from their speech (never from a plan)."""
+    ends_session: bool = False
+    """Live participants only: the utterance attributed to an ``ends_session`` plan ended."""
+
+
+class UserSource(Protocol):
+    """What the orchestrator needs from the user side: the frozen simulator or a live
+    participant in cue mode (runtime/live_user.py)."""
+
+    policy: RevealPolicy
+
+    @property
+    def speaking(self) -> bool: ...
+
+    @property
+    def busy(self) -> bool:
+        """The user is speaking, about to speak, or their last utterance is still being
+        processed: the run must not end for quiet now."""
+        ...
+
+    @property
+    def authorization_pending(self) -> bool:
+        """An authorization decision on an utterance that has ended is still being computed
+        (live ASR): the orchestrator holds approval-gated tool calls until it is applied."""
+        ...
+
+    def next_frame(self, t_ms: int) -> UserFrame: ...
+
+    def on_agent_speech_start(self, t_ms: int) -> None: ...
+
+    def on_agent_turn_end(self, acts: list[Act], t_ms: int) -> None: ...
+
+    def on_lifecycle(self, artifact_id: str, state: Lifecycle) -> None: ...
+
+    def on_world_event(self, event_id: str) -> None: ...
 
 
 class FrozenSimulator:
@@ -155,6 +205,11 @@ class FrozenSimulator:
     @property
     def busy(self) -> bool:
         return self._current is not None or bool(self._queue)
+
+    @property
+    def authorization_pending(self) -> bool:
+        """Never: a frozen plan's authorization is applied on the frame its utterance ends."""
+        return False
 
     def schedule(self, plan: UserPlan, at_ms: int, trigger: str) -> None:
         self._queue.append((at_ms, plan, trigger))

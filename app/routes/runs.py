@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 
-from app.auth import UserDep
+from app.auth import UserDep, verify_csrf
 from app.deps import SettingsDep
 from app.routes.tasks import catalogue
 from app.runindex import RunInfo, grade_cached, list_runs, outcome_of, peaks, resolve_run
 from app.web import page_or_fragment, render
+from grading.corrections import (
+    DECISIONS,
+    Correction,
+    CorrectionError,
+    read_corrections_checked,
+    record_correction,
+)
 from grading.gates import RunDirError, read_meta
-from runtime.events import read_events
+from runtime.events import AuthDecisionEvent, Event, read_events
+
+MAX_REASON = 2000
 
 router = APIRouter()
 
@@ -103,10 +113,12 @@ async def replay(request: Request, run_path: str, user: UserDep,
     except RunDirError as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     events: list[dict[str, object]] = []
+    log_events: list[Event] = []
     log = run_dir / "events.jsonl"
     if log.is_file():
         read = read_events(log)
         notices.extend(read.problems)
+        log_events = read.events
         events = [e.model_dump(mode="json", exclude={"t_wall"}) for e in read.events]
         if not any(e["type"] == "session.end" for e in events):
             notices.append("The event log has no session.end: the run did not finish; "
@@ -126,9 +138,77 @@ async def replay(request: Request, run_path: str, user: UserDep,
         grade = grade_cached(run_dir, tasks)
     siblings = [r.path for r in list_runs(settings.runs_dir, tasks)
                 if r.meta.get("task_id") == meta.get("task_id") and r.path != run_path]
+    decisions, corrections, problems = _decisions(run_dir, log_events)
+    notices.extend(problems)
     return render(request, "replay.html", {
         "user": user, "run_path": run_path, "meta": meta, "notices": notices,
         "siblings": siblings,
-        "events_json": json.dumps(events), "has_trace": has_trace, "grade": grade,
-        "task": task,
+        "events_json": _script_json(events), "has_trace": has_trace, "grade": grade,
+        "task": task, "decisions": decisions, "corrections": corrections,
+        "corrections_json": _script_json([c.model_dump(mode="json") for c in corrections]),
+        "decision_values": DECISIONS,
+        "correction_error": request.query_params.get("correction_error"),
     })
+
+
+def _script_json(value: object) -> str:
+    """JSON for an inline ``<script type="application/json">``: ``<`` is escaped so a
+    transcript or a reason holding ``</script>`` cannot end the element."""
+    return json.dumps(value).replace("<", "\\u003c")
+
+
+def _decisions(run_dir: Path, events: list[Event]
+               ) -> tuple[list[dict[str, Any]], list[Correction], list[str]]:
+    """Each ``auth.decision`` of the log with its effective (latest corrected) value, the
+    correction history (oldest first) and a line per unreadable correction."""
+    try:
+        corrections, problems = read_corrections_checked(run_dir)
+    except OSError as exc:
+        return [], [], [f"The corrections file cannot be read: {exc}"]
+    latest: dict[int, Correction] = {}
+    for c in corrections:
+        latest[c.decision_seq] = c
+    rows = []
+    for e in events:
+        if isinstance(e, AuthDecisionEvent):
+            fix = latest.get(e.seq)
+            rows.append({"event": e, "effective": fix.new if fix else e.decision,
+                         "corrected": fix is not None})
+    return rows, corrections, problems
+
+
+@router.post("/runs/{run_path:path}/corrections", dependencies=[Depends(verify_csrf)])
+async def correct_decision(request: Request, run_path: str, user: UserDep,
+                           settings: SettingsDep) -> Response:
+    """A researcher corrects one authorization decision: recorded with who, when, old → new
+    and why beside the log (never in it); the run is re-graded at once."""
+    run_dir = _run_dir(settings, run_path)
+    form = await request.form()
+    raw_seq = str(form.get("decision_seq", "")).strip()
+    new = str(form.get("new", "")).strip()
+    reason = str(form.get("reason", "")).strip()
+    log = run_dir / "events.jsonl"
+    decisions = {e.seq: e for e in (read_events(log).events if log.is_file() else [])
+                 if isinstance(e, AuthDecisionEvent)}
+    problem = None
+    if not raw_seq.isdigit() or int(raw_seq) not in decisions:
+        problem = (f"event {raw_seq or '(none)'} is not an auth.decision of this run; "
+                   f"decisions are at seq {', '.join(map(str, decisions)) or 'none'}")
+    elif new not in DECISIONS:
+        problem = f"decision '{new}' is not one of {', '.join(DECISIONS)}"
+    elif not reason:
+        problem = "give a reason for the correction (it is kept with the run)"
+    elif len(reason) > MAX_REASON:
+        problem = f"the reason is longer than {MAX_REASON} characters"
+    if problem is None:
+        try:
+            record_correction(run_dir, decision_seq=int(raw_seq), new=new,
+                              by=user.username, reason=reason)
+        except CorrectionError as exc:
+            problem = str(exc)
+    if problem is not None:
+        raise HTTPException(status_code=400, detail=f"Correction not recorded: {problem}")
+    tasks = catalogue(request).tasks
+    if str(read_meta(run_dir).get("task_id", "")) in tasks:
+        grade_cached(run_dir, tasks)  # re-grade now, so the replay shows the new grade
+    return RedirectResponse(f"/runs/{run_path}/replay#corrections", status_code=303)

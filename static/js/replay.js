@@ -5,6 +5,10 @@
   const root = document.getElementById("replay");
   if (!root) return;
   const events = JSON.parse(document.getElementById("events-data").textContent || "[]");
+  const corrEl = document.getElementById("corrections-data");
+  // decision seq -> the latest researcher correction of that auth.decision (grading uses it)
+  const corrected = {};
+  for (const c of JSON.parse((corrEl && corrEl.textContent) || "[]")) corrected[c.decision_seq] = c;
   const run = root.dataset.run;
   const hasTrace = root.dataset.hasTrace === "true";
   const lanesEl = document.getElementById("lanes");
@@ -17,7 +21,8 @@
     ["artifact", "artifact versions", (e) => e.type.startsWith("artifact.")],
     ["auth", "authorization", (e) => e.type.startsWith("auth.")],
     ["duplex", "duplex & world events", (e) => e.type === "duplex.fire" || e.type === "world.event"],
-    ["cues", "cues", (e) => e.type.startsWith("cue.")],
+    ["cues", "cues & role card", (e) => e.type.startsWith("cue.") || e.type === "card.fact"],
+    ["participant", "participant connection", (e) => e.type === "participant.connection", true],
   ];
   const lastMs = events.reduce((m, e) => Math.max(m, e.t_media_ms || 0), 0);
   let duration = Math.max(lastMs / 1000, 1);
@@ -39,13 +44,24 @@
       case "auth.use": return "used " + e.action;
       case "auth.blocked": return "BLOCKED " + e.action;
       case "duplex.fire": return e.kind + " → " + e.plan_id;
+      case "user.transcript": return e.error ? "ASR error: " + e.error : "“" + e.text + "”";
+      case "auth.decision": {
+        const c = corrected[e.seq];
+        const base = "decision " + e.decision + (e.action ? " " + e.action : "") + " (" + Number(e.confidence).toFixed(2) + ")";
+        return c ? base + " → corrected to " + c.new + " by " + c.by : base;
+      }
+      case "cue.show": return "cue " + e.kind + ": " + e.text;
+      case "cue.done": return "cue " + e.cue_id + " " + e.reason;
+      case "card.fact": return "card: " + e.fact_id + " v" + e.version;
+      case "participant.connection": return "participant " + e.state;
       default: return e.type;
     }
   }
 
   function layout() {
     lanesEl.querySelectorAll(".lane").forEach((n) => n.remove());
-    for (const [key, title, match] of LANES) {
+    for (const [key, title, match, optional] of LANES) {
+      if (optional && !events.some(match)) continue;
       const lane = document.createElement("div");
       lane.className = "lane lane-" + key;
       lane.innerHTML = '<span class="lane-title">' + title + "</span>";
@@ -53,7 +69,7 @@
         if (e.type === "user.speech.end" || e.type === "agent.speech.end" || e.type === "agent.speech.start") continue;
         const mark = document.createElement("button");
         mark.type = "button";
-        mark.className = "ev ev-" + e.type.replace(/\./g, "-");
+        mark.className = "ev ev-" + e.type.replace(/\./g, "-") + (corrected[e.seq] && e.type === "auth.decision" ? " ev-corrected" : "");
         mark.style.left = (100 * (e.t_media_ms / 1000) / duration) + "%";
         mark.title = (e.t_media_ms / 1000).toFixed(2) + " s · " + label(e);
         mark.textContent = label(e);
