@@ -17,10 +17,11 @@ import contextlib
 import fractions
 import functools
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import soxr
@@ -35,8 +36,6 @@ log = logging.getLogger(__name__)
 WEBRTC_RATE = 48_000
 WEBRTC_FRAME = WEBRTC_RATE // 50
 """20 ms: aiortc's encoder needs s16 frames of at most 20 ms (notes/webrtc-testing.md)."""
-PRIME_FRAMES = 3
-"""Frames a track waits for before it starts (and after it ran dry): 60 ms of jitter slack."""
 FEED_MAX_FRAMES = 25
 """At most 500 ms of audio waits per channel; older frames are dropped."""
 MAX_SDP_CHARS = 20_000
@@ -45,13 +44,60 @@ LatencyProbe = Callable[[float], None]
 """Called with the seconds a frame spent inside the server (benchmarks only)."""
 
 
+# --------------------------------------------------------------------------- resampling
+
+
+def _halfband_taps() -> np.ndarray:
+    from scipy.signal import firwin
+
+    taps: np.ndarray = firwin(HALFBAND_TAPS, 11_000, fs=WEBRTC_RATE, window=("kaiser", 8.0))
+    return taps
+
+
+HALFBAND_TAPS = 95
+"""Low-pass FIR at 48 kHz (pass to 11 kHz, Kaiser β 8): group delay 47 samples, about 1 ms."""
+
+
+class Ratio2:
+    """Streaming 2:1 resampling between the runtime's 24 kHz and WebRTC's 48 kHz: one FIR whose
+    state spans the chunks, so every chunk comes out at once with the filter's 1 ms delay.
+    (soxr's high-quality streams release their output in blocks: a 20 ms chunk could wait for
+    the next one, adding 20 ms to each direction of a live call.)"""
+
+    def __init__(self, direction: Literal["up", "down"]) -> None:
+        from scipy.signal import lfilter
+
+        self._lfilter = lfilter
+        self.direction = direction
+        self._taps = _halfband_taps() * (2.0 if direction == "up" else 1.0)
+        self._state = np.zeros(len(self._taps) - 1)
+        self._phase = 0
+        """Down: index of the next input sample to keep (the stream's sample count parity)."""
+
+    def process(self, pcm: Pcm) -> Pcm:
+        if not len(pcm):
+            return np.zeros(0, dtype=np.int16)
+        x = pcm.astype(np.float64)
+        if self.direction == "up":
+            stuffed = np.zeros(2 * len(x))
+            stuffed[::2] = x
+            x = stuffed
+        y, self._state = self._lfilter(self._taps, 1.0, x, zi=self._state)
+        if self.direction == "down":
+            y = y[self._phase::2]
+            self._phase = (self._phase + len(x)) % 2
+        out: Pcm = np.clip(np.round(y), -32768, 32767).astype(np.int16)
+        return out
+
+
 # --------------------------------------------------------------------------- outgoing audio
 
 
 class AudioFeed:
     """One channel on its way to the browser: the runtime's 40 ms, 24 kHz frames (pushed from
-    the orchestrator's thread) resampled with soxr into 20 ms, 48 kHz s16 frames (taken on the
-    server's event loop). Bounded: at most ``max_frames`` wait; older ones are dropped.
+    the orchestrator's thread) resampled (:class:`Ratio2`) into 20 ms, 48 kHz s16 frames,
+    taken on the server's event loop by a :func:`channel_track_class` track that sends each
+    as soon as it is there. Bounded: at most ``max_frames`` wait; older ones are dropped.
 
     ``probe``, when set, is called with how long each real frame waited between :meth:`push`
     and :meth:`take` (the server-side latency of this direction; ``bench/bench_live.py``)."""
@@ -60,10 +106,10 @@ class AudioFeed:
                  ) -> None:
         self.frames: deque[Pcm] = deque(maxlen=max_frames)
         self._stamps: deque[float] = deque(maxlen=max_frames)
-        self._stream = soxr.ResampleStream(SAMPLE_RATE, WEBRTC_RATE, 1, dtype="int16",
-                                           quality="HQ")
+        self._resampler = Ratio2("up")
         self._pending: Pcm = np.zeros(0, dtype=np.int16)
-        self._flowing = False
+        self._lock = threading.Lock()
+        self._waiter: Callable[[], None] | None = None
         self.probe = probe
         self.pushed = 0
         self.dropped = 0
@@ -71,42 +117,55 @@ class AudioFeed:
 
     def push(self, pcm: Pcm) -> None:
         now = time.monotonic()
-        out = np.asarray(self._stream.resample_chunk(pcm), dtype=np.int16).reshape(-1)
+        out = self._resampler.process(pcm)
         buf = np.concatenate([self._pending, out]) if len(self._pending) else out
         whole = len(buf) // WEBRTC_FRAME
-        for i in range(whole):
-            if len(self.frames) == self.frames.maxlen:
-                self.dropped += 1
-            self.frames.append(buf[i * WEBRTC_FRAME:(i + 1) * WEBRTC_FRAME].copy())
-            self._stamps.append(now)
+        with self._lock:
+            for i in range(whole):
+                if len(self.frames) == self.frames.maxlen:
+                    self.dropped += 1
+                self.frames.append(buf[i * WEBRTC_FRAME:(i + 1) * WEBRTC_FRAME].copy())
+                self._stamps.append(now)
+            wake = self._waiter if whole else None
         self._pending = buf[whole * WEBRTC_FRAME:].copy()
         self.pushed += whole
+        if wake is not None:
+            wake()
+
+    def ready(self) -> bool:
+        with self._lock:
+            return bool(self.frames)
+
+    def set_waiter(self, wake: Callable[[], None] | None) -> None:
+        """``wake`` is called (from the pushing thread) when frames arrive; None clears."""
+        with self._lock:
+            self._waiter = wake
 
     def take(self) -> Pcm:
-        """The next 20 ms frame, or silence while priming or when the feed ran dry."""
-        if not self._flowing:
-            if len(self.frames) < PRIME_FRAMES:
+        """The next 20 ms frame, or silence when none waits (an underrun)."""
+        with self._lock:
+            if not self.frames:
+                self.underruns += 1
                 return SILENCE_20MS
-            self._flowing = True
-        try:
             frame = self.frames.popleft()
-        except IndexError:
-            self._flowing = False
-            self.underruns += 1
-            return SILENCE_20MS
-        stamp = self._stamps.popleft() if self._stamps else None
+            stamp = self._stamps.popleft() if self._stamps else None
         if self.probe is not None and stamp is not None:
             self.probe(time.monotonic() - stamp)
         return frame
 
     def clear(self) -> None:
         """Forget what waits (a new listener starts from now, not from stale audio)."""
-        self.frames.clear()
-        self._stamps.clear()
-        self._flowing = False
+        with self._lock:
+            self.frames.clear()
+            self._stamps.clear()
 
 
 SILENCE_20MS: Pcm = np.zeros(WEBRTC_FRAME, dtype=np.int16)
+EARLY_S = 0.040
+"""A track may send a frame up to this long before its slot (the orchestrator hands over
+40 ms, two frames, at once: the second goes out with the first)."""
+LATE_S = 0.020
+"""A track waits this long past a frame's slot before it sends silence instead."""
 
 
 @functools.cache
@@ -117,7 +176,11 @@ def channel_track_class() -> Callable[[AudioFeed], MediaStreamTrack]:
     from aiortc.mediastreams import MediaStreamError
 
     class ChannelTrack(MediaStreamTrack):
-        """Paces one feed out in real time, 20 ms per frame; silence when nothing waits."""
+        """Sends one feed in real time, 20 ms per frame. Each frame has a slot on the track's
+        own schedule; it goes out as soon as the feed has it (up to :data:`EARLY_S` before its
+        slot), and a frame still missing :data:`LATE_S` after its slot is sent as silence. So
+        the agent's audio leaves as soon as the media clock has played it, and the browser's
+        jitter buffer, not a second one here, absorbs the 40 ms rhythm of the runtime."""
 
         kind = "audio"
 
@@ -127,6 +190,24 @@ def channel_track_class() -> Callable[[AudioFeed], MediaStreamTrack]:
             self._start: float | None = None
             self._pts = 0
 
+        async def _wait_for_frame(self, until: float) -> None:
+            if self._feed.ready():
+                return
+            loop = asyncio.get_running_loop()
+            arrived = asyncio.Event()
+
+            def wake() -> None:
+                loop.call_soon_threadsafe(arrived.set)
+
+            self._feed.set_waiter(wake)
+            try:
+                timeout = until - time.monotonic()
+                if not self._feed.ready() and timeout > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(arrived.wait(), timeout)
+            finally:
+                self._feed.set_waiter(None)
+
         async def recv(self) -> av.AudioFrame:
             if self.readyState != "live":
                 raise MediaStreamError
@@ -134,9 +215,14 @@ def channel_track_class() -> Callable[[AudioFeed], MediaStreamTrack]:
                 self._start = time.monotonic()
             else:
                 self._pts += WEBRTC_FRAME
-                wait = self._start + self._pts / WEBRTC_RATE - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
+                slot = self._start + self._pts / WEBRTC_RATE
+                early = slot - EARLY_S - time.monotonic()
+                if early > 0:
+                    await asyncio.sleep(early)
+                await self._wait_for_frame(slot + LATE_S)
+                if not self._feed.ready() and time.monotonic() - slot > 1.0:
+                    # Long silence: the schedule restarts with the next frame (no catch-up burst).
+                    self._start = time.monotonic() - self._pts / WEBRTC_RATE
             pcm = self._feed.take()
             frame = av.AudioFrame.from_ndarray(pcm.reshape(1, -1), format="s16", layout="mono")
             frame.sample_rate = WEBRTC_RATE
@@ -153,7 +239,8 @@ def channel_track_class() -> Callable[[AudioFeed], MediaStreamTrack]:
 class MicSink:
     """A browser microphone on its way into the runtime: each decoded aiortc frame (usually s16
     stereo 48 kHz, interleaved; any rate, packed or planar, is accepted) is downmixed to mono,
-    resampled with one soxr stream to the runtime's 24 kHz and handed to ``push``.
+    resampled to the runtime's 24 kHz (:class:`Ratio2` for 48 kHz, a soxr stream for any
+    other rate) and handed to ``push``.
 
     ``on_frame``, when set, is called with the arrival time (``time.monotonic()``) and the
     24 kHz samples of each frame before ``push`` (benchmarks only)."""
@@ -163,6 +250,7 @@ class MicSink:
         self.push = push
         self.on_frame = on_frame
         self._stream: Any = None
+        self._down: Ratio2 | None = None
         self._rate = 0
         self.frames = 0
         self.samples = 0
@@ -186,6 +274,10 @@ class MicSink:
         rate = int(frame.sample_rate)
         if rate == SAMPLE_RATE:
             return pcm
+        if rate == WEBRTC_RATE:  # the usual case: Opus decodes to 48 kHz
+            if self._down is None:
+                self._down = Ratio2("down")
+            return self._down.process(pcm)
         if self._stream is None or rate != self._rate:
             self._stream = soxr.ResampleStream(rate, SAMPLE_RATE, 1, dtype="int16",
                                                quality="HQ")

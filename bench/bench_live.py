@@ -2,7 +2,7 @@
 sustains. Prints figures; asserts nothing.
 
 Both sides run in this process over loopback (aioice limited to 127.0.0.1): a "browser" aiortc
-peer sends a pulse train as its microphone (100 ms of 1 kHz every second, 20 ms stereo 48 kHz
+peer sends a pulse train as its microphone (100 ms of 1 kHz every 1.02 s, 20 ms stereo 48 kHz
 frames paced in real time) and drains the agent's track; the server side is an ordinary
 :class:`app.live.LiveCall` on the realtime media clock with a pulse agent (it records when each
 user pulse reaches its ``send_audio`` and answers with a pulse of its own every second).
@@ -11,11 +11,11 @@ user pulse reaches its ``send_audio`` and answers with a pulse of its own every 
    onset to the server (``MicSink`` arrival, after aiortc's jitter buffer) to the moment the
    orchestrator hands the 40 ms frame holding that onset to the agent adapter's ``send_audio``
    (through ``LiveParticipant``'s buffer and the media clock's 40 ms tick). Baseline in the same
-   run: the conversion alone (decode hand-over → downmix + soxr to 24 kHz), the floor of any
+   run: the conversion alone (decode hand-over → downmix + 2:1 FIR to 24 kHz), the floor of any
    path.
 2. **Agent → encoder**: from the orchestrator's ``on_frame`` (the agent frame as written to the
    trace) to aiortc's encoder taking it (``ChannelTrack.recv``), i.e. the 20 ms resampled
-   frames' wait in the ``AudioFeed`` (its 60 ms prime included). Baseline in the same run: the
+   frames' wait in the ``AudioFeed``. Baseline in the same run: the
    live demo's agent channel (``DemoSession``, the same feed and track), frozen simulator user.
 3. **Concurrent calls**: N = 1, 2, 4, 8, … calls at once (each with its own browser peer in
    this process, so the CPU cost of both ends is counted: a conservative figure); a media frame
@@ -60,7 +60,10 @@ from runtime.live_user import LiveParticipant  # noqa: E402
 from runtime.spec import TaskSpec, find_task  # noqa: E402
 
 TASK = "apexv1_051"
-PULSE_S, PERIOD_S = 0.1, 1.0
+PULSE_S, PERIOD_S = 0.1, 1.02
+"""1.02 s = 51 browser frames: successive onsets fall alternately in the first and the second
+20 ms of a 40 ms media frame, as real speech onsets fall anywhere in it (a 1.00 s period would
+put every onset at the same phase and measure only that one case)."""
 ONSET_RMS = 1500.0
 drains: list[asyncio.Task[None]] = []
 """Tasks draining the agent's track at each browser peer (kept referenced)."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -426,6 +426,8 @@ class LiveParticipant:
         # Microphone buffer (its own lock: pushes must never wait for a frame's work).
         self._buf_lock = threading.Lock()
         self._buf: Pcm = np.zeros(0, dtype=np.int16)
+        self._frame_waiter: Callable[[], None] | None = None
+        """Set by a realtime media clock that waits for the next whole frame (FramePacer)."""
         self._counts = {"frames_in": 0, "frames_out": 0, "underruns": 0,
                         "samples_in": 0, "dropped_samples": 0}
         # Conversation state.
@@ -472,6 +474,19 @@ class LiveParticipant:
                 self._counts["dropped_samples"] += over
                 buf = buf[over:]
             self._buf = buf
+            wake = self._frame_waiter if len(buf) >= FRAME_SAMPLES else None
+        if wake is not None:
+            wake()
+
+    # The media clock's FramePacer interface: in realtime mode the microphone paces the clock.
+
+    def frame_ready(self) -> bool:
+        with self._buf_lock:
+            return len(self._buf) >= FRAME_SAMPLES
+
+    def set_frame_waiter(self, wake: Callable[[], None] | None) -> None:
+        with self._buf_lock:
+            self._frame_waiter = wake
 
     def _take_frame(self) -> Pcm:
         with self._buf_lock:

@@ -10,12 +10,13 @@ their anchors, and writes both channels to the stereo trace and every fact to th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -68,14 +69,40 @@ EndReason = Literal[
 ]
 
 
+@runtime_checkable
+class FramePacer(Protocol):
+    """A user source fed by a live device (a participant's microphone). In realtime mode the
+    clock takes its next frame as soon as the device has delivered all of it, rather than at
+    the frame's fixed deadline: a sample then waits only for its own 40 ms frame to fill, not
+    also for the next tick of a clock out of phase with the microphone."""
+
+    def frame_ready(self) -> bool:
+        """True when a whole frame of device audio is waiting."""
+        ...
+
+    def set_frame_waiter(self, wake: Callable[[], None] | None) -> None:
+        """``wake`` is called (from any thread) once a whole frame is waiting; None clears."""
+        ...
+
+
 class MediaClock:
     """Media time in whole frames. ``virtual`` advances as fast as the participants allow;
-    ``realtime`` paces each frame against the wall clock (live humans, real APIs)."""
+    ``realtime`` paces each frame against the wall clock (live humans, real APIs).
 
-    def __init__(self, mode: ClockMode, frame_ms: int = FRAME_MS) -> None:
+    With a :class:`FramePacer` in realtime mode, frame *n* is taken when the device has
+    delivered it, but never earlier than one frame before its deadline (the clock never runs
+    ahead of the wall clock by more than a frame) nor later than half a frame after it (a
+    device that stalls or is gone gets silence on time)."""
+
+    EARLY_FRAMES = 1.0
+    LATE_FRAMES = 0.5
+
+    def __init__(self, mode: ClockMode, frame_ms: int = FRAME_MS,
+                 pacer: FramePacer | None = None) -> None:
         self.mode = mode
         self.frame_ms = frame_ms
         self.t_ms = 0
+        self.pacer = pacer
         self._start = time.monotonic()
 
     def anchor(self) -> None:
@@ -87,11 +114,42 @@ class MediaClock:
     async def tick(self) -> None:
         self.t_ms += self.frame_ms
         if self.mode == "realtime":
-            delay = self._start + self.t_ms / 1000 - time.monotonic()
+            deadline = self._start + self.t_ms / 1000
+            if self.pacer is not None:
+                await self._paced(deadline, self.pacer)
+                return
+            delay = deadline - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
         elif self.t_ms % 1000 == 0:
             await asyncio.sleep(0)  # let concurrent runs share the event loop
+
+    async def _paced(self, deadline: float, pacer: FramePacer) -> None:
+        frame_s = self.frame_ms / 1000
+        early = deadline - self.EARLY_FRAMES * frame_s
+        late = deadline + self.LATE_FRAMES * frame_s
+        wait = early - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        if pacer.frame_ready():
+            return
+        loop = asyncio.get_running_loop()
+        arrived = asyncio.Event()
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(arrived.set)
+
+        pacer.set_frame_waiter(wake)
+        try:
+            if pacer.frame_ready():  # it came while the waiter was being set
+                return
+            timeout = late - time.monotonic()
+            if timeout > 0:
+                # Late or gone: the source gives silence for this frame.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(arrived.wait(), timeout)
+        finally:
+            pacer.set_frame_waiter(None)
 
 
 @dataclass
@@ -137,7 +195,9 @@ class Orchestrator:
         self.run_dir = run_dir
         self.agent_spec = agent_spec
         self.seed = seed
-        self.clock = MediaClock(clock)
+        self.clock = MediaClock(
+            clock, pacer=user if isinstance(user, FramePacer) and clock == "realtime" else None,
+        )
         self._wall_in_log = wall_clock_in_log
         self._meta_extra = meta_extra or {}
         self._on_frame = on_frame
