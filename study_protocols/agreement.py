@@ -594,6 +594,8 @@ def _scale_dimension(
                                 f"{dimension}.alpha_ordinal", undefined),
         "alpha_interval": _alpha(ratings, dimension, "interval",
                                  f"{dimension}.alpha_interval", undefined),
+        "alpha_nominal": _alpha(ratings, dimension, "nominal",
+                                f"{dimension}.alpha_nominal", undefined),
     }
 
 

@@ -70,9 +70,10 @@ KRIPPENDORFF_2011 = np.array([
 ])
 
 
-def test_krippendorff_2011_ordinal_through_the_cli() -> None:
+def test_krippendorff_2011_through_the_cli() -> None:
     report = _json("--ratings", str(FIXTURES / "krippendorff_2011.csv"))
     fid = report["dimensions"]["fidelity"]
+    assert round(fid["alpha_nominal"], 3) == 0.743
     assert round(fid["alpha_ordinal"], 3) == 0.815
     assert round(fid["alpha_interval"], 3) == 0.849
     assert fid["n"] == 41  # 48 coder-unit cells, 7 missing
@@ -147,6 +148,7 @@ def test_hand_computed_report_through_the_cli() -> None:
     assert fid["mean"] == pytest.approx(31 / 15) and fid["n"] == 15
     assert fid["alpha_ordinal"] == pytest.approx(30205 / 77616, abs=1e-12)
     assert fid["alpha_interval"] == pytest.approx(43 / 108, abs=1e-12)
+    assert fid["alpha_nominal"] == pytest.approx(37 / 63, abs=1e-12)
     assert leak["rate"] == pytest.approx(7 / 19) and (leak["n"], leak["flagged"]) == (19, 7)
     assert leak["alpha_nominal"] == pytest.approx(5 / 14, abs=1e-12)
     assert leak["fleiss_kappa"] == pytest.approx(4 / 9, abs=1e-12)
@@ -156,7 +158,7 @@ def test_hand_computed_report_through_the_cli() -> None:
     assert report["dimensions"]["naturalness"]["mean"] is None
     assert set(report["undefined"]) == {
         "naturalness.mean", "naturalness.ci", "naturalness.alpha_ordinal",
-        "naturalness.alpha_interval",
+        "naturalness.alpha_interval", "naturalness.alpha_nominal",
     }
     # A leakage split weighs 4; ties break on item id.
     top = [(d["item_id"], d["score"]) for d in report["most_disagreed"]]
