@@ -596,7 +596,41 @@ def _scale_dimension(
                                  f"{dimension}.alpha_interval", undefined),
         "alpha_nominal": _alpha(ratings, dimension, "nominal",
                                 f"{dimension}.alpha_nominal", undefined),
+        "fleiss_kappa": _fleiss(ratings, dimension, 5, undefined)[1],
     }
+
+
+def _fleiss(
+    ratings: Sequence[Rating], dimension: Dimension, n_categories: int,
+    undefined: dict[str, str],
+) -> tuple[dict[str, list[int]], float | None, int | None, list[str]]:
+    """Fleiss' kappa of ``dimension`` (categories 0/1 for leakage, 1–5 for the scales, taken
+    as nominal): per-item category counts, kappa (None when undefined, with the reason in
+    ``undefined``), the raters per item used and the items used (those judged by the modal
+    number of raters: Fleiss needs the same number for every item)."""
+    offset = 0 if dimension == "leakage" else 1
+    per_item: dict[str, list[int]] = {r.item_id: [0] * n_categories for r in ratings}
+    for r in ratings:
+        value = r.value(dimension)
+        if value is not None:
+            per_item[r.item_id][value - offset] += 1
+    judgments = {item: sum(c) for item, c in per_item.items()}
+    rated_counts = Counter(n for n in judgments.values() if n > 0)
+    kappa: float | None = None
+    raters: int | None = None
+    used: list[str] = []
+    key = f"{dimension}.fleiss_kappa"
+    if rated_counts:
+        top = max(rated_counts.values())
+        raters = max(n for n, k in rated_counts.items() if k == top)  # ties: keep more raters
+        used = sorted(i for i, n in judgments.items() if n == raters)
+        try:
+            kappa = fleiss_kappa([per_item[i] for i in used])
+        except UndefinedStatisticError as exc:
+            undefined[key] = exc.reason
+    else:
+        undefined[key] = f"no {dimension} {'judgments' if offset == 0 else 'ratings'}"
+    return per_item, kappa, raters, used
 
 
 def _leakage_dimension(
@@ -611,25 +645,7 @@ def _leakage_dimension(
     if why is not None:
         undefined["leakage.ci"] = why
 
-    per_item: dict[str, list[int]] = {r.item_id: [0, 0] for r in ratings}
-    for r in judged:
-        assert r.leakage is not None
-        per_item[r.item_id][r.leakage] += 1
-    judgments = {item: sum(c) for item, c in per_item.items()}
-    rated_counts = Counter(n for n in judgments.values() if n > 0)
-    kappa: float | None = None
-    raters: int | None = None
-    used: list[str] = []
-    if rated_counts:
-        top = max(rated_counts.values())
-        raters = max(n for n, k in rated_counts.items() if k == top)  # ties: keep more raters
-        used = sorted(i for i, n in judgments.items() if n == raters)
-        try:
-            kappa = fleiss_kappa([per_item[i] for i in used])
-        except UndefinedStatisticError as exc:
-            undefined["leakage.fleiss_kappa"] = exc.reason
-    else:
-        undefined["leakage.fleiss_kappa"] = "no leakage judgments"
+    per_item, kappa, raters, used = _fleiss(ratings, "leakage", 2, undefined)
     majority = sorted(i for i, (no, yes) in per_item.items() if yes > no)
     return {
         "rate": rate,
@@ -642,7 +658,7 @@ def _leakage_dimension(
         "fleiss_raters_per_item": raters,
         "fleiss_items_used": len(used),
         "fleiss_items_dropped": len(per_item) - len(used),
-        "items_judged": sum(1 for n in judgments.values() if n > 0),
+        "items_judged": sum(1 for counts in per_item.values() if sum(counts) > 0),
         "items_flagged_by_majority": len(majority),
         "items_flagged_by_majority_ids": majority,
     }

@@ -158,7 +158,7 @@ def test_hand_computed_report_through_the_cli() -> None:
     assert report["dimensions"]["naturalness"]["mean"] is None
     assert set(report["undefined"]) == {
         "naturalness.mean", "naturalness.ci", "naturalness.alpha_ordinal",
-        "naturalness.alpha_interval", "naturalness.alpha_nominal",
+        "naturalness.alpha_interval", "naturalness.alpha_nominal", "naturalness.fleiss_kappa",
     }
     # A leakage split weighs 4; ties break on item id.
     top = [(d["item_id"], d["score"]) for d in report["most_disagreed"]]
@@ -194,6 +194,20 @@ def test_fleiss_worked_examples() -> None:
     assert round(fleiss_kappa(FLEISS_EXAMPLE), 4) == 0.2099
     counts = [np.bincount(row, minlength=6)[1:] for row in FLEISS_1971_DIAGNOSES]
     assert fleiss_kappa(counts) == pytest.approx(0.4302445, abs=5e-8)
+
+
+def test_fleiss_worked_example_through_the_cli(tmp_path: Path) -> None:
+    # The 10 × 14 example as ratings: subject i → item, its counts per category 1–5 spread over
+    # annotators R01…R14 as fidelity ratings (Fleiss treats the five points as categories).
+    rows = []
+    for i, counts in enumerate(FLEISS_EXAMPLE):
+        values = [category + 1 for category, n in enumerate(counts) for _ in range(n)]
+        for a, value in enumerate(values):
+            rows.append(Rating(item_id=f"s{i:02d}", task_id=f"t{i % 5}",
+                               annotator_id=f"R{a + 1:02d}", fidelity=value,
+                               naturalness=None, leakage=None))
+    report = _json("--ratings", str(_write(tmp_path / "fleiss.csv", rows)))
+    assert round(report["dimensions"]["fidelity"]["fleiss_kappa"], 3) == 0.210
 
 
 def test_fleiss_undefined_and_malformed() -> None:
