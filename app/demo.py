@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from app.rtc import MAX_SDP_CHARS, AudioFeed, channel_track_class
+from app.rtc import MAX_SDP_CHARS, AudioFeed, Janitor, channel_track_class
 from grading.gates import RunGrade, grade_run_dir
 from runtime.agents.base import InfrastructureError
 from runtime.agents.registry import available
@@ -362,7 +362,7 @@ class DemoManager:
         """Overrides of the task's ``limits`` (e.g. a short ``max_duration_ms`` in tests)."""
         self.reap_every_s = reap_every_s
         self.sessions: dict[str, DemoSession] = {}
-        self._janitor: asyncio.Task[None] | None = None
+        self._janitor = Janitor(self.reap, reap_every_s, "demo")
 
     def active(self) -> list[DemoSession]:
         return [s for s in self.sessions.values() if not s.done]
@@ -382,7 +382,7 @@ class DemoManager:
             max_events=self.max_events,
         )
         self.sessions[session_id] = session
-        self._ensure_janitor()
+        self._janitor.ensure()
         return session
 
     def get(self, session_id: str) -> DemoSession | None:
@@ -415,24 +415,9 @@ class DemoManager:
                 await session.close_listener()
                 del self.sessions[session.id]
 
-    def _ensure_janitor(self) -> None:
-        if self._janitor is None or self._janitor.done():
-            self._janitor = asyncio.get_running_loop().create_task(self._janitor_loop())
-
-    async def _janitor_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.reap_every_s)
-            try:
-                await self.reap()
-            except Exception:  # the janitor must outlive one bad session
-                log.exception("demo janitor")
-
     async def close(self, timeout_s: float = 5.0) -> None:
         """Stop every session (server shutdown) and wait briefly for their runs to end."""
-        if self._janitor is not None:
-            self._janitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._janitor
+        await self._janitor.stop()
         for session in self.sessions.values():
             session.request_stop("the server shut down")
         deadline = time.monotonic() + timeout_s

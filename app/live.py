@@ -50,6 +50,7 @@ from app.rtc import (
     MAX_SDP_CHARS,
     AudioFeed,
     ChangeSignal,
+    Janitor,
     LatencyProbe,
     MicSink,
     channel_track_class,
@@ -633,7 +634,7 @@ class LiveCallManager:
         """Overrides of the task's ``limits`` (e.g. a short ``max_duration_ms`` in tests)."""
         self.feeder_factory = feeder_factory
         self.calls: dict[int, LiveCall] = {}
-        self._janitor: asyncio.Task[None] | None = None
+        self._janitor = Janitor(self.reap, reap_every_s, "live call")
         self._opening: dict[int, asyncio.Lock] = {}
 
     def running(self) -> list[LiveCall]:
@@ -661,7 +662,7 @@ class LiveCallManager:
             call = LiveCall(plan, participant, clock=self.clock, loop=asyncio.get_running_loop(),
                             store=self.store, feeder=feeder, probes=probes)
             self.calls[plan.key] = call
-            self._ensure_janitor()
+            self._janitor.ensure()
             return call
 
     def check_capacity(self, call: LiveCall) -> None:
@@ -696,25 +697,10 @@ class LiveCallManager:
                 await call.close_peer()
                 del self.calls[call.key]
 
-    def _ensure_janitor(self) -> None:
-        if self._janitor is None or self._janitor.done():
-            self._janitor = asyncio.get_running_loop().create_task(self._janitor_loop())
-
-    async def _janitor_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.reap_every_s)
-            try:
-                await self.reap()
-            except Exception:  # the janitor must outlive one bad call
-                log.exception("live call janitor")
-
     async def close(self, timeout_s: float = 10.0) -> None:
         """Stop every call (server shutdown) and wait briefly for their runs to end; each
         ends ``incomplete`` with what it received on disk."""
-        if self._janitor is not None:
-            self._janitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._janitor
+        await self._janitor.stop()
         for call in self.calls.values():
             call.request_stop(SERVER_SHUTDOWN)
         deadline = time.monotonic() + timeout_s

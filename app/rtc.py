@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -315,6 +315,36 @@ async def drain_track(track: Any, sink: MicSink) -> None:
 
 
 # --------------------------------------------------------------------------- threads
+
+
+class Janitor:
+    """Calls ``reap`` every ``every_s`` seconds on the server's event loop (started on first
+    use, stopped at shutdown). A failing reap is logged and the next one still runs: the
+    janitor outlives one bad session."""
+
+    def __init__(self, reap: Callable[[], Awaitable[None]], every_s: float, name: str) -> None:
+        self._reap = reap
+        self.every_s = every_s
+        self.name = name
+        self._task: asyncio.Task[None] | None = None
+
+    def ensure(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._loop())
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.every_s)
+            try:
+                await self._reap()
+            except Exception:
+                log.exception("%s janitor", self.name)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
 
 
 class ChangeSignal:

@@ -13,15 +13,14 @@ for grading, and both stay on record.
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from runtime.events import AuthDecisionEvent, read_events
+from runtime.events import AuthDecisionEvent, read_events, read_jsonl
 
 CORRECTIONS_FILE = "corrections.jsonl"
 Decision = Literal["grant", "revoke", "none"]
@@ -61,18 +60,7 @@ def read_corrections_checked(run_dir: Path) -> tuple[list[Correction], list[str]
     path = run_dir / CORRECTIONS_FILE
     if not path.is_file():
         return [], []
-    out: list[Correction] = []
-    problems: list[str] = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append(Correction.model_validate(json.loads(line)))
-            except (json.JSONDecodeError, ValidationError) as exc:
-                first = str(exc).splitlines()[0]
-                problems.append(f"{path}:{lineno}: unreadable correction ({first})")
-    return out, problems
+    return read_jsonl(path, Correction.model_validate, "correction")
 
 
 def read_corrections(run_dir: Path) -> list[Correction]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -351,19 +351,30 @@ class LogReadResult(BaseModel):
     """Lines that could not be read (e.g. a truncated last line after a crash)."""
 
 
-def read_events(path: Path) -> LogReadResult:
-    """Read an event log, keeping every readable event and naming each unreadable line."""
-    events: list[Event] = []
+T = TypeVar("T")
+
+
+def read_jsonl(path: Path, parse: Callable[[Any], T], what: str) -> tuple[list[T], list[str]]:
+    """Every readable line of a JSON-lines file parsed with ``parse``, and one problem line
+    (``file:line: unreadable <what> (…)``) per line that is not valid JSON or not valid for
+    ``parse`` (e.g. a truncated last line after a crash). Blank lines are skipped."""
+    out: list[T] = []
     problems: list[str] = []
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
-                events.append(EVENT_ADAPTER.validate_python(json.loads(line)))
+                out.append(parse(json.loads(line)))
             except (json.JSONDecodeError, ValidationError) as exc:
                 first = str(exc).splitlines()[0]
-                problems.append(f"{path}:{lineno}: unreadable event ({first})")
+                problems.append(f"{path}:{lineno}: unreadable {what} ({first})")
+    return out, problems
+
+
+def read_events(path: Path) -> LogReadResult:
+    """Read an event log, keeping every readable event and naming each unreadable line."""
+    events, problems = read_jsonl(path, EVENT_ADAPTER.validate_python, "event")
     return LogReadResult(events=events, problems=problems)
 
 
