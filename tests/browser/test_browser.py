@@ -54,6 +54,27 @@ def skip_reason() -> str | None:
     return None
 
 
+def run_scenario(script: str, config: Path, timeout_s: float, extra_log: Path | None = None,
+                 ) -> dict[str, Any]:
+    """Run ``tests/browser/<script>`` with ``config`` inside a loopback-only network namespace
+    and return the JSON it printed on its ``RESULT`` line (the test fails, with the scenario's
+    output and ``extra_log``'s tail, when there is none)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
+           sys.executable, str(HERE / script), str(config)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=ROOT,
+                          env=env, check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not lines:
+        more = ""
+        if extra_log is not None and extra_log.is_file():
+            more = f"\n{extra_log.name}:\n{extra_log.read_text()[-3000:]}"
+        pytest.fail(f"the browser scenario printed no result (exit {proc.returncode}):\n"
+                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}{more}")
+    result: dict[str, Any] = json.loads(lines[-1][len("RESULT "):])
+    return result
+
+
 @pytest.fixture(scope="module")
 def browser_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     reason = skip_reason()
@@ -73,16 +94,7 @@ def browser_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "agent": "scripted:oracle", "username": "ada", "password": PASSWORD,
         "screenshots": str(SCREENSHOTS), "demo_timeout_ms": 150_000,
     }))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
-           sys.executable, str(HERE / "scenario.py"), str(config)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT,
-                          env=env, check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    if not lines:
-        pytest.fail(f"the browser scenario printed no result (exit {proc.returncode}):\n"
-                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(lines[-1][len("RESULT "):])
+    result = run_scenario("scenario.py", config, TIMEOUT_S)
     (SCREENSHOTS / "result.json").write_text(json.dumps(result, indent=2))
     return result
 

@@ -14,9 +14,6 @@ the saved ratings.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +25,8 @@ from app.auth import create_user
 from app.models_study_a import Annotator
 from app.settings import Settings
 from app.web import create_app
-from tests.browser.test_browser import PASSWORD, ROOT, SCREENSHOTS, skip_reason
+from tests.browser.test_browser import PASSWORD, SCREENSHOTS, run_scenario, skip_reason
 
-HERE = Path(__file__).resolve().parent
 TIMEOUT_S = 180
 
 
@@ -53,16 +49,7 @@ def browser_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     config = data.parent / "study_a_scenario.json"
     config.write_text(json.dumps({"data_dir": str(data), "token": token,
                                   "screenshots": str(SCREENSHOTS)}))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
-           sys.executable, str(HERE / "study_a_scenario.py"), str(config)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT,
-                          env=env, check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-    if not lines:
-        pytest.fail(f"the browser scenario printed no result (exit {proc.returncode}):\n"
-                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    result: dict[str, Any] = json.loads(lines[-1][len("RESULT "):])
+    result = run_scenario("study_a_scenario.py", config, TIMEOUT_S)
     (SCREENSHOTS / "study_a_result.json").write_text(json.dumps(result, indent=2))
     return result
 

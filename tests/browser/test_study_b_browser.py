@@ -19,9 +19,6 @@ silence (the file starts playing at getUserMedia, a second or two before the med
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +37,10 @@ from runtime.bank import BankPlayer
 from runtime.events import read_events
 from runtime.simulator import select_realization
 from runtime.spec import TaskSpec, find_task
-from tests.browser.test_browser import skip_reason
+from tests.browser.test_browser import run_scenario, skip_reason
 from tests.conftest import run_script
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 SCREENSHOTS = HERE / "screenshots"
 TOKEN = "e2e-participant-token-0123456789ab"
 TIMEOUT_S = 420
@@ -130,18 +126,10 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "silence_wav": str(root / "silence.wav"), "server_log": str(root / "server.log"),
         "cue_timeout_s": 90,
     }))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"',
-           sys.executable, str(HERE / "study_b_scenario.py"), str(config)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=ROOT,
-                          env=env, check=False)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    result = run_scenario("study_b_scenario.py", config, TIMEOUT_S,
+                          extra_log=root / "server.log")
     server_log = (root / "server.log").read_text()[-3000:] if (root / "server.log").is_file() \
         else ""
-    if not lines:
-        pytest.fail(f"the browser scenario printed no result (exit {proc.returncode}):\n"
-                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}\nserver:\n{server_log}")
-    result: dict[str, Any] = json.loads(lines[-1][len("RESULT "):])
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "study_b_result.json").write_text(json.dumps(result, indent=2))
     app = create_app(settings)
