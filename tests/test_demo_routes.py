@@ -31,8 +31,8 @@ from runtime.events import Event, read_events
 from runtime.orchestrator import Orchestrator
 from runtime.simulator import FrozenSimulator
 from runtime.spec import find_task
+from tests.webclient import PASSWORD, log_in, page_csrf
 
-PASSWORD = "correct horse battery"
 HAVE_AIORTC = importlib.util.find_spec("aiortc") is not None
 
 
@@ -63,19 +63,11 @@ def client(app_and_settings: tuple[Any, Settings]) -> Iterator[TestClient]:
         yield c
 
 
-def _csrf(client: TestClient, path: str = "/login") -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text)
-    assert match
-    return match.group(1)
+_csrf = page_csrf
 
 
 def login(client: TestClient, username: str = "ada") -> str:
-    token = _csrf(client)
-    r = client.post("/login", data={"csrf_token": token, "username": username,
-                                    "password": PASSWORD, "next": "/demo"},
-                    follow_redirects=False)
-    assert r.status_code == 303
-    return token
+    return log_in(client, username=username, next_url="/demo")
 
 
 def start_demo(client: TestClient, token: str, task: str = "apexv1_070",

@@ -39,8 +39,8 @@ from study_protocols.visibility import (
     user_state_text,
     volunteer_facts,
 )
+from tests.webclient import PASSWORD, log_in
 
-PASSWORD = "correct horse battery"
 TOKEN_URL = re.compile(r"http://testserver/annotate/([A-Za-z0-9_-]{32})\b")
 GRADERS = ("exact", "casefold_exact", "normalized_date", "normalized_phone",
            "normalized_address", "enum", "numeric_tolerance", "set_f1", "ordered_list",
@@ -74,11 +74,7 @@ def _form_csrf(client: TestClient, path: str) -> str:
 
 
 def login(client: TestClient) -> None:
-    token = _form_csrf(client, "/login")
-    r = client.post("/login", data={"csrf_token": token, "username": "ada",
-                                    "password": PASSWORD, "next": "/studies/a"},
-                    follow_redirects=False)
-    assert r.status_code == 303
+    log_in(client, next_url="/studies/a")
 
 
 def create_study(client: TestClient, **form: str) -> int:

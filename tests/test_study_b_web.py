@@ -38,8 +38,8 @@ from runtime.events import (
 )
 from study_protocols.study_b import PlannedSession, StudyBPlan, check_plan, make_plan
 from tests.conftest import run_script
+from tests.webclient import PASSWORD, log_in, page_csrf
 
-PASSWORD = "correct horse battery"
 TASKS = ["apexv1_001", "apexv1_011", "apexv1_015", "apexv1_070"]
 ORACLE, NEG = "scripted:oracle", "scripted:negative_unfinalized"
 SYSTEMS = [ORACLE, NEG]
@@ -56,18 +56,11 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
         yield c
 
 
-def _csrf(client: TestClient, path: str = "/login") -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', client.get(path).text)
-    assert match
-    return match.group(1)
+_csrf = page_csrf
 
 
 def login(client: TestClient) -> str:
-    token = _csrf(client)
-    r = client.post("/login", data={"csrf_token": token, "username": "ada",
-                                    "password": PASSWORD, "next": "/studies/b"},
-                    follow_redirects=False)
-    assert r.status_code == 303
+    log_in(client, next_url="/studies/b")
     return _csrf(client, "/studies/b")
 
 

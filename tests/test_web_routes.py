@@ -3,7 +3,6 @@ pages, 404 pages, and replay of damaged run directories."""
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,8 +15,7 @@ from app.auth import create_user
 from app.settings import Settings
 from app.web import create_app
 from tests.conftest import run_script
-
-PASSWORD = "correct horse battery"
+from tests.webclient import PASSWORD, log_in, page_csrf
 
 
 @pytest.fixture(scope="module")
@@ -41,19 +39,11 @@ def client(tmp_path: Path, runs_source: Path) -> Iterator[TestClient]:
         yield c
 
 
-def _csrf(client: TestClient, path: str = "/login") -> str:
-    html = client.get(path).text
-    match = re.search(r'name="csrf_token" value="([^"]+)"', html)
-    assert match, html[:500]
-    return match.group(1)
+_csrf = page_csrf
 
 
 def login(client: TestClient) -> None:
-    token = _csrf(client)
-    r = client.post("/login", data={"csrf_token": token, "username": "ada",
-                                    "password": PASSWORD, "next": "/tasks"},
-                    follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"] == "/tasks"
+    log_in(client)
 
 
 RESEARCHER_PAGES = [

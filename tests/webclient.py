@@ -1,0 +1,27 @@
+"""Logging in to the web app from a TestClient: shared by the route tests."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+PASSWORD = "correct horse battery"
+
+
+def page_csrf(client: TestClient, path: str = "/login") -> str:
+    """The CSRF token of the form on ``path`` (the session's token)."""
+    html = client.get(path).text
+    match = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert match, html[:500]
+    return match.group(1)
+
+
+def log_in(client: TestClient, *, username: str = "ada", next_url: str = "/tasks") -> str:
+    """Log in through the form; returns the CSRF token used (the session's)."""
+    token = page_csrf(client)
+    r = client.post("/login", data={"csrf_token": token, "username": username,
+                                    "password": PASSWORD, "next": next_url},
+                    follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == next_url, r.text[:500]
+    return token
