@@ -41,7 +41,7 @@ from study_protocols.visibility import (
 )
 from tests.webclient import PASSWORD, log_in
 
-TOKEN_URL = re.compile(r"http://testserver/annotate/([A-Za-z0-9_-]{32})\b")
+TOKEN_URL = re.compile(r"http://testserver/annotate/([A-Za-z0-9_-]{32})(?![A-Za-z0-9_-])")
 GRADERS = ("exact", "casefold_exact", "normalized_date", "normalized_phone",
            "normalized_address", "enum", "numeric_tolerance", "set_f1", "ordered_list",
            "interval_overlap", "semantic")
