@@ -33,6 +33,9 @@ class StudyB(SQLModel, table=True):
     completion_code: str = ""
     completion_url: str = ""
     """Where the end page sends the participant (e.g. Prolific's completion URL)."""
+    join_token: str | None = Field(default=None, max_length=64, unique=True, index=True)
+    """Set at launch: the study's shared link ``/p/join/<join_token>`` hands each new external
+    participant id (e.g. Prolific's ``PROLIFIC_PID``) the next unclaimed participant."""
     on_disconnect: str = Field(default="rejoin", max_length=16)
     """``rejoin`` (a reload continues the same session) or ``incomplete`` (it ends the session
     and marks it incomplete)."""

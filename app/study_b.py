@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from sqlalchemy import CursorResult, update
 from sqlmodel import Session, col, select
 
 from app.demo import AgentChoice, agent_choices
@@ -326,6 +327,7 @@ def launch(db: Session, study: StudyB) -> list[Participant]:
                                task_id=s.task_id, system=s.system, anchor=s.anchor))
         people.append(person)
     study.status = "launched"
+    study.join_token = secrets.token_urlsafe(TOKEN_BYTES)
     db.add(study)
     db.commit()
     for person in people:
@@ -347,6 +349,47 @@ def invitation_link(base_url: str, token: str) -> str:
 
 def prolific_link(base_url: str, token: str) -> str:
     return f"{invitation_link(base_url, token)}?{PROLIFIC_QUERY}"
+
+
+def join_link(base_url: str, join_token: str) -> str:
+    """The study's one shared link for a recruitment platform (with Prolific's placeholders):
+    each new participant id it carries claims the next unclaimed participant."""
+    return f"{base_url.rstrip('/')}/p/join/{join_token}?{PROLIFIC_QUERY}"
+
+
+class StudyFull(Exception):
+    """Every participant of the study has been claimed."""
+
+
+def claim_participant(db: Session, study: StudyB, external_pid: str,
+                      study_ref: str | None = None, session_ref: str | None = None,
+                      ) -> Participant:
+    """The participant for ``external_pid`` in ``study``: the one it claimed before, or the
+    next unclaimed one (lowest label, no external id, consent still pending), claimed with a
+    conditional update so two people arriving at once never get the same participant."""
+    assert study.id is not None
+    known = db.exec(select(Participant).where(Participant.study_id == study.id,
+                                              Participant.external_pid == external_pid)).first()
+    if known is not None:
+        return known
+    free = db.exec(select(Participant).where(
+        Participant.study_id == study.id, col(Participant.external_pid).is_(None),
+        Participant.consent == "pending").order_by(col(Participant.label))).all()
+    for person in free:
+        claimed: CursorResult[Any] = db.execute(  # type: ignore[assignment]
+            update(Participant)
+            .where(col(Participant.id) == person.id, col(Participant.external_pid).is_(None))
+            .values(external_pid=external_pid, external_study_id=study_ref,
+                    external_session_id=session_ref))
+        db.commit()
+        if claimed.rowcount == 1:
+            db.refresh(person)
+            return person
+        again = db.exec(select(Participant).where(Participant.study_id == study.id,
+                                                  Participant.external_pid == external_pid)).first()
+        if again is not None:  # the same person, in another tab, won the race
+            return again
+    raise StudyFull("every participant of this study has been claimed")
 
 
 # --------------------------------------------------------------------------- monitoring

@@ -42,7 +42,7 @@ from app.live import (
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.routes.tasks import catalogue
 from app.settings import Settings
-from app.study_b import session_run_rel
+from app.study_b import StudyFull, claim_participant, session_run_rel
 from app.web import render, templates
 from runtime.campaign import AgentSpecError, parse_agent_spec
 
@@ -178,6 +178,12 @@ def _record_external_ids(db: Session, who: Invitee, request: Request) -> None:
         db.refresh(who.person)
 
 
+def _external(request: Request, column: str) -> str | None:
+    names = next(n for c, n in EXTERNAL_IDS if c == column)
+    raw = next((request.query_params[n] for n in names if n in request.query_params), None)
+    return _clean_external(raw) if raw is not None else None
+
+
 def _ctx(request: Request, who: Invitee, **extra: Any) -> dict[str, Any]:
     return {"request": request, "base": who.base, "person": who.person, **extra}
 
@@ -189,6 +195,32 @@ def _ctx(request: Request, who: Invitee, **extra: Any) -> dict[str, Any]:
 async def p_entry(request: Request, db: SessionDep, who: InviteeDep) -> Response:
     _record_external_ids(db, who, request)
     return RedirectResponse(_next_step(db, who), status_code=303)
+
+
+@router.get("/p/join/{join_token}")
+async def p_join(request: Request, db: SessionDep, join_token: str) -> Response:
+    """The study's shared link (one URL for a whole recruitment platform study): the external
+    participant id it carries (``PROLIFIC_PID`` or ``pid``) gets the participant it claimed
+    before, or the next unclaimed one; then the ordinary flow under that participant's link."""
+    study = None
+    if join_token and len(join_token) <= MAX_TOKEN_CHARS:
+        study = db.exec(select(StudyB).where(StudyB.join_token == join_token)).first()
+    if study is None or study.status != "launched":
+        raise HTTPException(status_code=404, detail=NOT_FOUND)
+    pid = _external(request, "external_pid")
+    if pid is None:
+        raise HTTPException(status_code=400, detail=(
+            "This shared study link needs your participant id. Open it from the recruitment "
+            "platform's study page (it adds your id to the link), or use the personal link "
+            "you were sent."))
+    try:
+        person = claim_participant(db, study, pid, _external(request, "external_study_id"),
+                                   _external(request, "external_session_id"))
+    except StudyFull:
+        return render(request, "error.html", {
+            "status": 409, "message": "This study has no free places left. Thank you for your "
+            "interest; please return the study on the recruitment platform."}, status=409)
+    return RedirectResponse(f"/p/{person.token}", status_code=303)
 
 
 @router.get("/p/{token}/consent")

@@ -168,6 +168,7 @@ def _study_context(request: Request, db: SessionDep, settings: SettingsDep, stud
             "links": {v.person.label: (svc.invitation_link(base, v.person.token),
                                        svc.prolific_link(base, v.person.token))
                       for v in views},
+            "join": svc.join_link(base, study.join_token) if study.join_token else None,
             "prolific_query": svc.PROLIFIC_QUERY, "edit_errors": [], "notice": None}
 
 

@@ -33,7 +33,9 @@ def upgrade() -> None:
         sa.Column("completion_code", sa.String(), nullable=False),
         sa.Column("completion_url", sa.String(), nullable=False),
         sa.Column("on_disconnect", sa.String(length=16), nullable=False),
+        sa.Column("join_token", sa.String(length=64), nullable=True),
     )
+    op.create_index("ix_study_b_join_token", "study_b", ["join_token"], unique=True)
     op.create_table(
         "study_b_participant",
         sa.Column("id", sa.Integer(), primary_key=True),
