@@ -571,6 +571,21 @@ def _alpha(
         return None
 
 
+def _pooled_scales(ratings: Sequence[Rating], undefined: dict[str, str]) -> dict[str, Any]:
+    """Ordinal alpha over both 1–5 scales at once, each (item, scale) a unit: the single
+    "alpha on the ordinal ratings" figure of the paper's Table 9."""
+    _, items, fid = reliability_data(ratings, "fidelity")
+    _, _, nat = reliability_data(ratings, "naturalness")
+    data = np.hstack([fid, nat])
+    alpha: float | None
+    try:
+        alpha = krippendorff_alpha(data, "ordinal", value_domain=SCALE)
+    except UndefinedStatisticError as exc:
+        undefined["pooled_scales.alpha_ordinal"] = exc.reason
+        alpha = None
+    return {"alpha_ordinal": alpha, "units": 2 * len(items)}
+
+
 def _scale_dimension(
     ratings: Sequence[Rating],
     dimension: Literal["fidelity", "naturalness"],
@@ -788,6 +803,7 @@ def agreement_report(
         "leakage": _leakage_dimension(study, seed=seed, n_resamples=n_resamples,
                                       undefined=undefined),
     }
+    pooled = _pooled_scales(study, undefined)
     per_archetype = (
         _per_archetype(study, archetypes, undefined) if archetypes is not None else None
     )
@@ -800,6 +816,7 @@ def agreement_report(
         "n_calibration_ratings": len(ratings) - len(study),
         "calibration": calibration,
         "dimensions": dimensions,
+        "pooled_scales": pooled,
         "per_archetype": per_archetype,
         "most_disagreed": _most_disagreed(study, top_disagreements),
         "undefined": dict(sorted(undefined.items())),
@@ -898,6 +915,10 @@ def format_report(report: Mapping[str, Any]) -> str:
         f"{fleiss}; alpha nominal {_num(leak['alpha_nominal'], '.3f')}",
     ])
     lines += _table(["Dimension", "Mean / rate", ci_head, "n", "Agreement"], rows)
+    lines.append(
+        f"Fidelity and naturalness pooled (each item and scale a unit): alpha ordinal "
+        f"{_num(report['pooled_scales']['alpha_ordinal'], '.3f')}"
+    )
     lines.append(
         f"Items flagged for leakage by a majority of annotators: "
         f"{leak['items_flagged_by_majority']} of {leak['items_judged']}"

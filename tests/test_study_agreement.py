@@ -196,6 +196,25 @@ def test_fleiss_worked_examples() -> None:
     assert fleiss_kappa(counts) == pytest.approx(0.4302445, abs=5e-8)
 
 
+def test_pooled_ordinal_alpha_by_hand(tmp_path: Path) -> None:
+    # Two annotators, two items, values 1 and 2 only (then the ordinal distance is the same for
+    # every disagreeing pair, so ordinal alpha equals nominal alpha). Units (item, scale):
+    # fidelity (1,1), (2,2); naturalness (1,2), (2,2). Coincidences o11 = 2, o12 = o21 = 1,
+    # o22 = 4; n1 = 3, n2 = 5, n = 8. alpha = 1 − (n − 1)·(o12 + o21) / (2·n1·n2)
+    # = 1 − 7·2/30 = 8/15. Alone: fidelity 1 (no disagreement), naturalness
+    # 1 − 3·2/(2·1·3) = 0.
+    def r(item: str, a: str, f: int, n: int) -> Rating:
+        return Rating(item_id=item, task_id=f"t{item}", annotator_id=a, fidelity=f,
+                      naturalness=n, leakage=0)
+
+    rows = [r("1", "A", 1, 1), r("1", "B", 1, 2), r("2", "A", 2, 2), r("2", "B", 2, 2)]
+    report = _json("--ratings", str(_write(tmp_path / "pooled.csv", rows)))
+    assert report["pooled_scales"]["alpha_ordinal"] == pytest.approx(8 / 15, abs=1e-12)
+    assert report["pooled_scales"]["units"] == 4
+    assert report["dimensions"]["fidelity"]["alpha_ordinal"] == pytest.approx(1.0)
+    assert report["dimensions"]["naturalness"]["alpha_ordinal"] == pytest.approx(0.0, abs=1e-12)
+
+
 def test_fleiss_worked_example_through_the_cli(tmp_path: Path) -> None:
     # The 10 × 14 example as ratings: subject i → item, its counts per category 1–5 spread over
     # annotators R01…R14 as fidelity ratings (Fleiss treats the five points as categories).
