@@ -77,7 +77,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                                                   "message": exc.detail}, status=exc.status_code)
         return HTMLResponse(str(exc.detail), status_code=exc.status_code)
 
+    from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException as StarletteHTTPException
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        """A malformed path (``/studies/b/abc``) is a page that does not exist; a malformed
+        query or form value is a bad request that names the field."""
+        errors = exc.errors()
+        if any(e.get("loc", ("",))[0] == "path" for e in errors):
+            return render(request, "error.html", {"status": 404, "message": "No such page."},
+                          status=404)
+        detail = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ())[1:]) or 'request'}: {e.get('msg', '')}"
+            for e in errors)
+        return render(request, "error.html", {"status": 400, "message": f"Bad request: {detail}"},
+                      status=400)
 
     @app.exception_handler(StarletteHTTPException)
     async def _not_found(request: Request, exc: StarletteHTTPException) -> Response:

@@ -110,10 +110,15 @@ def test_task_page_lists_reveal_graph_and_plays_audio(client: TestClient) -> Non
 def test_unknown_ids_give_404_pages(client: TestClient) -> None:
     login(client)
     for path in ["/tasks/nope_999", "/tasks/apexv1_001/audio/nope", "/runs/nope/replay",
-                 "/runs/../../etc/replay", "/no/such/page"]:
+                 "/runs/../../etc/replay", "/no/such/page", "/studies/a/abc", "/studies/b/x1"]:
         r = client.get(path)
         assert r.status_code == 404, path
         assert "<!doctype html>" in r.text and "Traceback" not in r.text
+    # Error pages reached from a participant's or annotator's link do not point into the
+    # researcher side.
+    for path in ["/p/not-a-token", "/annotate/not-a-token", "/p/not-a-token/s/x"]:
+        r = client.get(path)
+        assert r.status_code == 404 and "/tasks" not in r.text, path
 
 
 def test_replay_page_has_events_and_grade(client: TestClient) -> None:
