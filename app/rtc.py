@@ -314,6 +314,16 @@ async def drain_track(track: Any, sink: MicSink) -> None:
             return
 
 
+async def discard_track(track: Any) -> None:
+    """Read ``track`` until it ends and drop every frame (a listener that only needs the audio
+    to flow: benchmarks, tests)."""
+    while True:
+        try:
+            await track.recv()
+        except Exception:  # the track ended (MediaStreamError) or its connection closed
+            return
+
+
 # --------------------------------------------------------------------------- threads
 
 

@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.demo import DemoManager  # noqa: E402  (after the path set-up above)
 from app.live import CallPlan, CallProbes, LiveCall, LiveCallManager  # noqa: E402
+from app.rtc import discard_track  # noqa: E402
 from runtime.agents.base import (  # noqa: E402
     AgentEvent,
     AgentSessionConfig,
@@ -181,13 +182,7 @@ async def _browser(call: LiveCall, seconds: float) -> Any:
 
     @pc.on("track")
     def _on_track(track: Any) -> None:
-        async def drain() -> None:
-            while True:
-                try:
-                    await track.recv()
-                except Exception:
-                    return
-        drains.append(asyncio.ensure_future(drain()))
+        drains.append(asyncio.ensure_future(discard_track(track)))
 
     await pc.setLocalDescription(await pc.createOffer())
     answer = await call.answer(pc.localDescription.sdp, "offer")
@@ -305,13 +300,7 @@ async def demo_baseline(seconds: float, work: Path) -> dict[str, Any]:
 
     @pc.on("track")
     def _on_track(track: Any) -> None:
-        async def drain() -> None:
-            while True:
-                try:
-                    await track.recv()
-                except Exception:
-                    return
-        drains.append(asyncio.ensure_future(drain()))
+        drains.append(asyncio.ensure_future(discard_track(track)))
 
     await pc.setLocalDescription(await pc.createOffer())
     answer = await session.answer(pc.localDescription.sdp, "offer")

@@ -294,6 +294,8 @@ async def bench_memory(work: Path, levels: list[int]) -> dict[str, Any]:
     import httpx
     from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
+    from app.rtc import discard_track
+
     loopback_only_ice()
     data = work / "memory-data"
     make_user(data)
@@ -330,14 +332,7 @@ async def bench_memory(work: Path, levels: list[int]) -> dict[str, Any]:
 
                 @pc.on("track")
                 def on_track(track: Any) -> None:
-                    async def drain() -> None:
-                        while True:
-                            try:
-                                await track.recv()
-                            except Exception:
-                                return
-
-                    drains.append(asyncio.ensure_future(drain()))
+                    drains.append(asyncio.ensure_future(discard_track(track)))
 
                 await pc.setLocalDescription(await pc.createOffer())
                 r = await http.post(f"/demo/{demo_id}/offer", headers={"X-CSRF-Token": token},
