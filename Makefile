@@ -67,6 +67,8 @@ bench: setup
 	$(BIN)/python bench/bench_adapters.py
 	$(BIN)/python bench/bench_speech.py
 	$(BIN)/python bench/bench_webapp.py
+	$(BIN)/python bench/bench_baseline.py
+	$(BIN)/python bench/bench_live.py
 
 clean:
 	rm -rf $(VENV) runs data .mypy_cache .ruff_cache .pytest_cache
