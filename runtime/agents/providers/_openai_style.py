@@ -45,7 +45,7 @@ from runtime.agents.base import (
     TranscriptDone,
 )
 from runtime.agents.errors import ErrorCategory, ProviderError, WireProtocolError, provider_error
-from runtime.agents.providers._realtime import ContinuationGate, RealtimeAdapter, decode_pcm16
+from runtime.agents.providers._realtime import GatedRealtimeAdapter, decode_pcm16
 
 # --------------------------------------------------------------------------- wire models
 
@@ -254,7 +254,7 @@ def parse_arguments(raw: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the adapter
 
 
-class OpenAIStyleAdapter(RealtimeAdapter):
+class OpenAIStyleAdapter(GatedRealtimeAdapter):
     """Response lifecycle, tool calls and barge-in for OpenAI-style realtime protocols.
 
     Subclasses set :attr:`catalog` and the event names below, and implement the session
@@ -270,7 +270,6 @@ class OpenAIStyleAdapter(RealtimeAdapter):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.gate = ContinuationGate()
         self._response_id = ""
         self._muted: set[str] = set()
         """Responses interrupted by a barge-in: their remaining audio is dropped."""
@@ -320,21 +319,13 @@ class OpenAIStyleAdapter(RealtimeAdapter):
         self.gate.want()
         await self._continue_if_due()
 
-    async def _continue_if_due(self) -> None:
-        if self.gate.due():
-            request_id = self.next_id("create")
-            self.gate.requested(request_id)
-            await self.send(ResponseCreate(event_id=request_id))
+    def response_create(self, event_id: str) -> ResponseCreate:
+        return ResponseCreate(event_id=event_id)
 
-    async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None:
-        if self.failed:
-            return
-        await self.send(ConversationItemCreate(
-            event_id=self.next_id("output"),
-            item=FunctionCallOutputItem(call_id=call_id, output=json.dumps(output)),
-        ))
-        self.gate.output(call_id)
-        await self._continue_if_due()
+    def tool_output(self, event_id: str, call_id: str, output_json: str) -> ConversationItemCreate:
+        return ConversationItemCreate(
+            event_id=event_id, item=FunctionCallOutputItem(call_id=call_id, output=output_json),
+        )
 
     async def barge_in(self) -> None:
         """The user started speaking: cut audible agent audio and mute its response."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -508,6 +509,37 @@ class RealtimeAdapter(ABC):
     async def close(self) -> None:
         self._out = []
         await self.transport.close()
+
+
+class GatedRealtimeAdapter(RealtimeAdapter):
+    """A realtime adapter whose protocol needs an explicit request to continue after tool
+    outputs (OpenAI-style ``response.create``): tool results go out through one
+    :class:`ContinuationGate`. Subclasses give the two wire messages of their protocol."""
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        super().__init__(settings)
+        self.gate = ContinuationGate()
+
+    @abstractmethod
+    def response_create(self, event_id: str) -> BaseModel:
+        """The protocol's request for a response."""
+
+    @abstractmethod
+    def tool_output(self, event_id: str, call_id: str, output_json: str) -> BaseModel:
+        """The protocol's message carrying one tool result (``output_json``: a JSON text)."""
+
+    async def _continue_if_due(self) -> None:
+        if self.gate.due():
+            request_id = self.next_id("create")
+            self.gate.requested(request_id)
+            await self.send(self.response_create(request_id))
+
+    async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None:
+        if self.failed:
+            return
+        await self.send(self.tool_output(self.next_id("output"), call_id, json.dumps(output)))
+        self.gate.output(call_id)
+        await self._continue_if_due()
 
 
 def decode_pcm16(b64: str) -> Pcm:

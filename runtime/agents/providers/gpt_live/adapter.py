@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,9 +37,8 @@ from runtime.agents.base import (
 from runtime.agents.errors import ErrorCategory, ProviderError, connection_lost, provider_error
 from runtime.agents.providers._openai_style import function_tools, parse_arguments
 from runtime.agents.providers._realtime import (
-    ContinuationGate,
+    GatedRealtimeAdapter,
     ProviderSettings,
-    RealtimeAdapter,
     clamp_voice,
     decode_pcm16,
     env_rate,
@@ -92,10 +90,9 @@ UTTERANCE = "live-utterance"
 """Item id of the Live voice's audio (the primary websocket carries no item ids)."""
 
 
-class GptLiveAdapter(RealtimeAdapter):
+class GptLiveAdapter(GatedRealtimeAdapter):
     def __init__(self, settings: ProviderSettings) -> None:
         super().__init__(settings)
-        self.gate = ContinuationGate()
         self._text: list[str] = []
         self._open = False
         """An agent utterance is under way (output arrived since it was last closed)."""
@@ -144,21 +141,13 @@ class GptLiveAdapter(RealtimeAdapter):
 
     # ------------------------------------------------------------------ tools
 
-    async def _continue_if_due(self) -> None:
-        if self.gate.due():
-            request_id = self.next_id("create")
-            self.gate.requested(request_id)
-            await self.send(ResponseCreate(event_id=request_id))
+    def response_create(self, event_id: str) -> ResponseCreate:
+        return ResponseCreate(event_id=event_id)
 
-    async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None:
-        if self.failed:
-            return
-        await self.send(ResponseItemCreate(
-            event_id=self.next_id("output"),
-            item=FunctionCallOutput(call_id=call_id, output=json.dumps(output)),
-        ))
-        self.gate.output(call_id)
-        await self._continue_if_due()
+    def tool_output(self, event_id: str, call_id: str, output_json: str) -> ResponseItemCreate:
+        return ResponseItemCreate(
+            event_id=event_id, item=FunctionCallOutput(call_id=call_id, output=output_json),
+        )
 
     # ------------------------------------------------------------------ utterances
 
