@@ -184,6 +184,26 @@ def ignored(*names: str) -> dict[str, type[WireEvent]]:
     return dict.fromkeys(names, Ignored)
 
 
+def handled(audio: str = "response.output_audio") -> dict[str, type[WireEvent]]:
+    """The server events every OpenAI-style protocol here acts on. ``audio`` is the prefix of
+    its audio and audio-transcript events: ``response.output_audio`` (OpenAI GA, xAI) or
+    ``response.audio`` (the beta names StepFun keeps). What each provider may also send and
+    we ignore stays listed per provider (:func:`ignored`)."""
+    return {
+        "error": ErrorEvent,
+        "session.created": SessionEvent,
+        "session.updated": SessionEvent,
+        "input_audio_buffer.speech_started": SpeechStarted,
+        "response.created": ResponseLifecycle,
+        "response.done": ResponseLifecycle,
+        f"{audio}.delta": AudioDeltaEvent,
+        f"{audio}.done": AudioDoneEvent,
+        f"{audio}_transcript.delta": TranscriptDeltaEvent,
+        f"{audio}_transcript.done": TranscriptDoneEvent,
+        "response.function_call_arguments.done": FunctionCallArgumentsDone,
+    }
+
+
 # --------------------------------------------------------------------------- client messages
 
 

@@ -15,17 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.agents.providers._openai_style import (
-    AudioDeltaEvent,
-    AudioDoneEvent,
     Catalog,
     ClientEvent,
-    ErrorEvent,
-    FunctionCallArgumentsDone,
-    ResponseLifecycle,
-    SessionEvent,
-    SpeechStarted,
-    TranscriptDeltaEvent,
-    TranscriptDoneEvent,
+    handled,
     ignored,
 )
 
@@ -70,17 +62,7 @@ class SessionUpdate(ClientEvent):
 
 
 CATALOG = Catalog("grok", {
-    "error": ErrorEvent,
-    "session.created": SessionEvent,
-    "session.updated": SessionEvent,
-    "input_audio_buffer.speech_started": SpeechStarted,
-    "response.created": ResponseLifecycle,
-    "response.done": ResponseLifecycle,
-    "response.output_audio.delta": AudioDeltaEvent,
-    "response.output_audio.done": AudioDoneEvent,
-    "response.output_audio_transcript.delta": TranscriptDeltaEvent,
-    "response.output_audio_transcript.done": TranscriptDoneEvent,
-    "response.function_call_arguments.done": FunctionCallArgumentsDone,
+    **handled(),
     **ignored(
         "conversation.created", "conversation.item.added", "conversation.item.created",
         "conversation.item.done",

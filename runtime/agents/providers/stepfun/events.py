@@ -15,17 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from runtime.agents.providers._openai_style import (
-    AudioDeltaEvent,
-    AudioDoneEvent,
     Catalog,
     ClientEvent,
-    ErrorEvent,
-    FunctionCallArgumentsDone,
-    ResponseLifecycle,
-    SessionEvent,
-    SpeechStarted,
-    TranscriptDeltaEvent,
-    TranscriptDoneEvent,
+    handled,
     ignored,
 )
 
@@ -57,17 +49,7 @@ class SessionUpdate(ClientEvent):
 
 
 CATALOG = Catalog("stepfun", {
-    "error": ErrorEvent,
-    "session.created": SessionEvent,
-    "session.updated": SessionEvent,
-    "input_audio_buffer.speech_started": SpeechStarted,
-    "response.created": ResponseLifecycle,
-    "response.done": ResponseLifecycle,
-    "response.audio.delta": AudioDeltaEvent,
-    "response.audio.done": AudioDoneEvent,
-    "response.audio_transcript.delta": TranscriptDeltaEvent,
-    "response.audio_transcript.done": TranscriptDoneEvent,
-    "response.function_call_arguments.done": FunctionCallArgumentsDone,
+    **handled("response.audio"),
     **ignored(
         "conversation.created", "conversation.item.created", "conversation.item.deleted",
         "conversation.item.truncated",
