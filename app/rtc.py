@@ -233,6 +233,46 @@ def channel_track_class() -> Callable[[AudioFeed], MediaStreamTrack]:
     return ChannelTrack
 
 
+@functools.cache
+def recorded_mic_track_class() -> Callable[[Pcm, bool], MediaStreamTrack]:
+    """aiortc's track class for a recorded microphone: 48 kHz PCM sent as a browser sends its
+    microphone (20 ms stereo s16 frames, paced in real time), then silence, or from the start
+    again when ``loop``. For tests and benchmarks that play the participant's browser."""
+    import av
+    from aiortc import MediaStreamTrack
+
+    class RecordedMic(MediaStreamTrack):
+        kind = "audio"
+
+        def __init__(self, pcm48: Pcm, loop: bool = False) -> None:
+            super().__init__()
+            self.pcm = pcm48
+            self.loop = loop
+            self.pos = 0
+            self.start: float | None = None
+
+        async def recv(self) -> av.AudioFrame:
+            if self.start is None:
+                self.start = time.monotonic()
+            else:
+                wait = self.start + self.pos / WEBRTC_RATE - time.monotonic()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+            at = self.pos % len(self.pcm) if self.loop and len(self.pcm) else self.pos
+            chunk = self.pcm[at:at + WEBRTC_FRAME]
+            if len(chunk) < WEBRTC_FRAME:
+                chunk = np.concatenate([chunk, np.zeros(WEBRTC_FRAME - len(chunk), np.int16)])
+            frame = av.AudioFrame.from_ndarray(np.repeat(chunk, 2).reshape(1, -1),
+                                               format="s16", layout="stereo")
+            frame.sample_rate = WEBRTC_RATE
+            frame.pts = self.pos
+            frame.time_base = fractions.Fraction(1, WEBRTC_RATE)
+            self.pos += WEBRTC_FRAME
+            return frame
+
+    return RecordedMic
+
+
 # --------------------------------------------------------------------------- incoming audio
 
 

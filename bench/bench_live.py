@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import fractions
 import json
 import sys
 import tempfile
@@ -48,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.demo import DemoManager  # noqa: E402  (after the path set-up above)
 from app.live import CallPlan, CallProbes, LiveCall, LiveCallManager  # noqa: E402
-from app.rtc import discard_track  # noqa: E402
+from app.rtc import discard_track, recorded_mic_track_class  # noqa: E402
 from runtime.agents.base import (  # noqa: E402
     AgentEvent,
     AgentSessionConfig,
@@ -140,38 +139,7 @@ class _NoASR:
 
 
 def _mic_track(seconds: float) -> Any:
-    import av
-    from aiortc import MediaStreamTrack
-
-    pcm = pulse_train(48_000, seconds)
-
-    class PulseMic(MediaStreamTrack):
-        kind = "audio"
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.pos = 0
-            self.start: float | None = None
-
-        async def recv(self) -> Any:
-            if self.start is None:
-                self.start = time.monotonic()
-            else:
-                wait = self.start + self.pos / 48_000 - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-            chunk = pcm[self.pos % len(pcm):][:960]
-            if len(chunk) < 960:
-                chunk = np.concatenate([chunk, np.zeros(960 - len(chunk), np.int16)])
-            frame = av.AudioFrame.from_ndarray(np.repeat(chunk, 2).reshape(1, -1),
-                                               format="s16", layout="stereo")
-            frame.sample_rate = 48_000
-            frame.pts = self.pos
-            frame.time_base = fractions.Fraction(1, 48_000)
-            self.pos += 960
-            return frame
-
-    return PulseMic()
+    return recorded_mic_track_class()(pulse_train(48_000, seconds), True)
 
 
 async def _browser(call: LiveCall, seconds: float) -> Any:

@@ -10,7 +10,6 @@ Assertions are on content, never on timing (two shared cores)."""
 from __future__ import annotations
 
 import asyncio
-import fractions
 import json
 import os
 import signal
@@ -38,6 +37,7 @@ from app.live import (
     repair_wav_header,
 )
 from app.models_study_b import LiveSession, Participant, StudyB
+from app.rtc import recorded_mic_track_class
 from app.settings import Settings
 from app.web import create_app
 from grading.gates import grade_run_dir
@@ -85,40 +85,6 @@ def opening_audio(task: TaskSpec, lead_s: float = 2.5, tail_s: float = 30.0) -> 
                            np.zeros(int(tail_s * SAMPLE_RATE), np.int16)])
 
 
-def _track_class() -> Any:
-    import av
-    from aiortc import MediaStreamTrack
-
-    class MicTrack(MediaStreamTrack):
-        """A browser microphone: 20 ms stereo 48 kHz frames paced in real time."""
-
-        kind = "audio"
-
-        def __init__(self, pcm24: Pcm) -> None:
-            super().__init__()
-            self.pcm = resample(pcm24, SAMPLE_RATE, 48_000)
-            self.pos = 0
-            self.start: float | None = None
-
-        async def recv(self) -> Any:
-            if self.start is None:
-                self.start = time.monotonic()
-            else:
-                wait = self.start + self.pos / 48_000 - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-            chunk = self.pcm[self.pos:self.pos + 960]
-            if len(chunk) < 960:
-                chunk = np.concatenate([chunk, np.zeros(960 - len(chunk), np.int16)])
-            stereo = np.repeat(chunk, 2).reshape(1, -1)
-            frame = av.AudioFrame.from_ndarray(stereo, format="s16", layout="stereo")
-            frame.sample_rate = 48_000
-            frame.pts = self.pos
-            frame.time_base = fractions.Fraction(1, 48_000)
-            self.pos += 960
-            return frame
-
-    return MicTrack
 
 
 class BrowserPeer:
@@ -134,7 +100,7 @@ class BrowserPeer:
         from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
         self.pc = pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-        pc.addTrack(_track_class()(self.mic))
+        pc.addTrack(recorded_mic_track_class()(resample(self.mic, SAMPLE_RATE, 48_000), False))
 
         @pc.on("track")
         def _on_track(track: Any) -> None:

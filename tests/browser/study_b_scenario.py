@@ -35,16 +35,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from tests.browser.scenario import CHROMIUM, CHROMIUM_FLAGS
+
 HERE = Path(__file__).resolve().parent
-CHROMIUM = "/usr/lib/chromium/chromium"
 # notes/webrtc-testing.md: the flags that worked, with a WAV as the microphone.
-CHROMIUM_FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--no-first-run", "--disable-quic", "--disable-dev-shm-usage", "--no-default-browser-check",
-    "--disable-features=WebRtcHideLocalIpsWithMdns", "--allow-loopback-in-peer-connection",
-    "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-]
+MIC_FLAGS = [*CHROMIUM_FLAGS, "--use-fake-device-for-media-stream"]
 SAMPLE_JS = """() => {
   const p = window.participant || {};
   return {state: p.state, elapsed: p.serverElapsedMs || 0, connection: p.connection,
@@ -130,7 +125,7 @@ def free_port() -> int:
 
 def launch(pw: Any, wav: str) -> Any:
     return pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=[*CHROMIUM_FLAGS, f"--use-file-for-fake-audio-capture={wav}"])
+                              args=[*MIC_FLAGS, f"--use-file-for-fake-audio-capture={wav}"])
 
 
 def new_page(browser: Any, console: list[str]) -> Any:
