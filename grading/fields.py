@@ -17,7 +17,12 @@ Decisions worth knowing:
   dropped (``"2201" != "JOB-2201"``); both are left to the judge, whose prompt accepts them.
 * A gold value the grader cannot read (a malformed date, phone, number or interval in the
   task file) raises :class:`ValueError`: that is an authoring bug, not an agent miss.
-* Floating-point comparisons (tolerance, threshold) allow an absolute slack of ``1e-9``.
+* A field counts as correct only at score 1.0 (D.4): ``set_f1`` and ``interval_overlap``
+  keep their partial score for the field table, but a list missing one item is not correct.
+* A spoken date without a year ("June 2nd") is read against the task's reference date: the
+  occurrence of that day nearest to it (``resolve_date``). Without a reference date a value
+  must state its year.
+* Floating-point comparisons (tolerance, score 1.0) allow an absolute slack of ``1e-9``.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import dateparser
 import phonenumbers
@@ -54,8 +59,10 @@ __all__ = [
     "grade_value",
     "is_empty",
     "parse_spoken_date",
+    "resolve_date",
     "set_precision_recall_f1",
     "split_items",
+    "value_in_text",
 ]
 
 _EPS = 1e-9
@@ -363,11 +370,33 @@ def parse_spoken_date(
     return parsed.date() if parsed is not None else None
 
 
-def _grade_date(gold: Any, pred: Any) -> FieldGrade:
+def resolve_date(value: Any, reference: dt.date | None = None) -> dt.date | None:
+    """A dictated date, its year taken from ``reference`` when it was not said: of the three
+    candidates (the reference year and the years either side) the one nearest the reference
+    date, the later one on a tie. "June 2nd" said on 2027-05-14 is 2027-06-02; said on
+    2027-12-20, "January 5th" is 2028-01-05."""
+    full = parse_spoken_date(value)
+    if full is not None or reference is None:
+        return full
+    partial = parse_spoken_date(value, require_year=False, base_year=reference.year)
+    if partial is None:
+        return None
+    candidates: list[dt.date] = []
+    for year in (reference.year - 1, reference.year, reference.year + 1):
+        try:
+            candidates.append(partial.replace(year=year))
+        except ValueError:  # February 29th in a common year
+            continue
+    if not candidates:
+        return None
+    return min(candidates, key=lambda d: (abs((d - reference).days), -d.toordinal()))
+
+
+def _grade_date(gold: Any, pred: Any, reference: dt.date | None) -> FieldGrade:
     target = parse_spoken_date(gold)
     if target is None:
         raise ValueError(f"gold value {gold!r} is not a date (expected ISO YYYY-MM-DD)")
-    return _PASS if parse_spoken_date(pred) == target else _FAIL
+    return _PASS if resolve_date(pred, reference) == target else _FAIL
 
 
 # --------------------------------------------------------------------------- phones
@@ -466,9 +495,9 @@ def set_precision_recall_f1(gold: Any, pred: Any) -> tuple[float, float, float]:
     return precision, recall, 2 * precision * recall / (precision + recall)
 
 
-def _grade_set(gold: Any, pred: Any, threshold: float) -> FieldGrade:
+def _grade_set(gold: Any, pred: Any) -> FieldGrade:
     f1 = set_precision_recall_f1(gold, pred)[2]
-    return FieldGrade(f1, f1 >= threshold - _EPS, False)
+    return FieldGrade(f1, f1 >= 1.0 - _EPS, False)
 
 
 def _grade_ordered(gold: Any, pred: Any) -> FieldGrade:
@@ -515,13 +544,19 @@ def _is_date_like(value: Any) -> bool:
     )
 
 
-def _pred_dates(parts: list[Any], base_year: int) -> tuple[dt.date, dt.date] | None:
-    """Both ends as dates. A missing year comes from the other end, else from the gold
-    start; a bare day on one end ("June 2 to 11") takes the other end's month."""
+def _pred_dates(
+    parts: list[Any], base_year: int, reference: dt.date | None
+) -> tuple[dt.date, dt.date] | None:
+    """Both ends as dates. A missing year comes from the other end, else from the reference
+    date (the nearest occurrence), else from the gold start; a bare day on one end ("June 2
+    to 11") takes the other end's month."""
     full = [parse_spoken_date(p) for p in parts]
     if full[0] is not None and full[1] is not None:
         return full[0], full[1]
     years = [d.year for d in full if d is not None]
+    if not years and reference is not None:
+        start = resolve_date(parts[0], reference)
+        years = [start.year] if start is not None else []
     year = years[0] if years else base_year
     ends = [
         d if d is not None else parse_spoken_date(p, require_year=False, base_year=year)
@@ -551,9 +586,10 @@ def _iou(gold: tuple[float, float], pred: tuple[float, float], inclusive: float)
     return overlap / union
 
 
-def _grade_interval(gold: Any, pred: Any, threshold: float) -> FieldGrade:
-    """IoU of gold [start, end] and the predicted interval. Date intervals count whole
-    days, both ends included (June 1-10 is 10 days); numeric intervals are continuous."""
+def _grade_interval(gold: Any, pred: Any, reference: dt.date | None) -> FieldGrade:
+    """IoU of gold [start, end] and the predicted interval, correct only at 1.0. Date
+    intervals count whole days, both ends included (June 1-10 is 10 days); numeric intervals
+    are continuous."""
     gold_parts = _interval_parts(gold)
     if gold_parts is None:
         raise ValueError(f"gold value {gold!r} is not a [start, end] interval")
@@ -564,7 +600,7 @@ def _grade_interval(gold: Any, pred: Any, threshold: float) -> FieldGrade:
         g0, g1 = (parse_spoken_date(p) for p in gold_parts)
         if g0 is None or g1 is None:
             raise ValueError(f"gold value {gold!r} holds an invalid date")
-        ends = _pred_dates(pred_parts, min(g0, g1).year)
+        ends = _pred_dates(pred_parts, min(g0, g1).year, reference)
         if ends is None:
             return _FAIL
         score = _iou(
@@ -578,7 +614,7 @@ def _grade_interval(gold: Any, pred: Any, threshold: float) -> FieldGrade:
         if p0 is None or p1 is None:
             return _FAIL
         score = _iou((n0, n1), (p0, p1), inclusive=0.0)
-    return FieldGrade(score, score >= threshold - _EPS, False)
+    return FieldGrade(score, score >= 1.0 - _EPS, False)
 
 
 # --------------------------------------------------------------------------- semantic
@@ -598,9 +634,10 @@ def grade_value(
     *,
     tolerance: float = 0.0,
     options: Sequence[str] = (),
-    threshold: float = 1.0,
+    reference: dt.date | None = None,
 ) -> FieldGrade:
-    """Grade ``pred`` against ``gold`` with the named deterministic grader.
+    """Grade ``pred`` against ``gold`` with the named deterministic grader. ``reference``
+    is the task's reference date (year-less spoken dates resolve against it).
 
     An empty ``pred`` scores 0 and is never escalated. Raises ValueError for an unknown
     grader or a gold value the grader cannot read.
@@ -610,14 +647,14 @@ def grade_value(
     graders: dict[str, Callable[[], FieldGrade]] = {
         "exact": lambda: _grade_exact(gold, pred),
         "casefold_exact": lambda: _grade_casefold(gold, pred),
-        "normalized_date": lambda: _grade_date(gold, pred),
+        "normalized_date": lambda: _grade_date(gold, pred, reference),
         "normalized_phone": lambda: _grade_phone(gold, pred),
         "normalized_address": lambda: _grade_address(gold, pred),
         "enum": lambda: _grade_enum(gold, pred, options),
         "numeric_tolerance": lambda: _grade_numeric(gold, pred, tolerance),
-        "set_f1": lambda: _grade_set(gold, pred, threshold),
+        "set_f1": lambda: _grade_set(gold, pred),
         "ordered_list": lambda: _grade_ordered(gold, pred),
-        "interval_overlap": lambda: _grade_interval(gold, pred, threshold),
+        "interval_overlap": lambda: _grade_interval(gold, pred, reference),
         "semantic": lambda: _grade_semantic(gold, pred),
     }
     run = graders.get(grader)
@@ -626,16 +663,187 @@ def grade_value(
     return run()
 
 
-def grade_spec(field: FieldSpec, pred: Any) -> FieldGrade:
-    """:func:`grade_value` with the field's grader, gold, tolerance, options and threshold."""
+def grade_spec(field: FieldSpec, pred: Any, reference: dt.date | None = None) -> FieldGrade:
+    """:func:`grade_value` with the field's grader, gold, tolerance and options."""
     return grade_value(
         field.grader,
         field.gold,
         pred,
         tolerance=field.tolerance,
         options=field.options,
-        threshold=field.threshold,
+        reference=reference,
     )
+
+
+# --------------------------------------------------------------------------- values in text
+
+ValueFound = Literal["match", "mismatch", "absent"]
+"""Whether a text states a value: ``match`` (it says this value), ``mismatch`` (it states a
+value of the kind but not this one), ``absent`` (it states none)."""
+
+_MONTH_RX = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|"
+             r"aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_DAY_RX = r"\d{1,2}(?:st|nd|rd|th)?"
+_YEAR_RX = r"(?:,?\s+(?:of\s+)?\d{4})?"
+_DATES_IN_TEXT = re.compile(
+    rf"\b\d{{4}}-\d{{2}}-\d{{2}}\b"
+    rf"|(?<![\d/.-])\d{{1,2}}[/.-]\d{{1,2}}[/.-](?:\d{{4}}|\d{{2}})(?![\d/.-])"
+    rf"|\b{_MONTH_RX}\s+(?:the\s+)?{_DAY_RX}\b{_YEAR_RX}"
+    rf"|\b(?:the\s+)?{_DAY_RX}\s+(?:of\s+)?{_MONTH_RX}{_YEAR_RX}",
+    re.IGNORECASE,
+)
+
+
+def dates_in_text(text: str, reference: dt.date | None = None) -> list[dt.date]:
+    """Every date a free text states ("July ninth, nineteen eighty-eight", "the 2nd of June",
+    "06/02/2027"), year-less ones resolved against ``reference``."""
+    normalized = _spoken_date_text(text)
+    out: list[dt.date] = []
+    for m in _DATES_IN_TEXT.finditer(normalized):
+        day = resolve_date(re.sub(r"\b(?:the|of)\b", " ", m.group(0)), reference)
+        if day is not None and day not in out:
+            out.append(day)
+    return out
+
+
+def numbers_in_text(text: str) -> list[float]:
+    """Every number a free text states, number words included ("twelve hundred" → 1200,
+    "$1,200" → 1200, "12k" → 12000). Digits read out one by one count one by one."""
+    t = _words_to_digits(text)
+    t = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", t)
+    t = re.sub(r"(\d+)\s+and\s+a\s+half\b", lambda m: f"{int(m.group(1))}.5", t,
+               flags=re.IGNORECASE)
+    t = re.sub(r"(\d+(?:\.\d+)?)\s?[kK]\b", lambda m: _fmt(float(m.group(1)) * 1e3), t)
+    out = [float(n) for n in _NUMBER.findall(t) if math.isfinite(float(n))]
+    # Numbers said in pairs also read as one: "two forty-five" → 2, 45 and 245.
+    for m in re.finditer(r"(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", t):
+        out.append(float(m.group(1) + m.group(2)))
+    return out
+
+
+def spelled_out(text: str) -> str:
+    """A text with spoken numbers as digits and characters said one at a time joined up,
+    for finding identifiers in it."""
+    return _spelled_runs(text)
+
+
+def _spelled_runs(text: str) -> str:
+    """Spoken numbers to digits and letters/digits said one at a time joined up:
+    "E, 4, 4, 7, 1" → "E4471", "H O 5 5 2" → "HO552"."""
+    t = _words_to_digits(text)
+    return re.sub(
+        r"\b[A-Za-z0-9](?:[\s,.-]+[A-Za-z0-9]\b)+",
+        lambda m: re.sub(r"[\s,.-]+", "", m.group(0)), t,
+    )
+
+
+def _identifier_in_text(value: Any, text: str) -> ValueFound:
+    target = canonical_identifier(value)
+    if not target:
+        return "absent"
+    spelled = _spelled_runs(text)
+    compact = "".join(ch for ch in spelled.upper() if ch.isalnum())
+    if target in compact:
+        return "match"
+    tokens = re.findall(r"[A-Za-z0-9][A-Za-z0-9/-]*", spelled)
+    candidates = [canonical_identifier(t) for t in tokens]
+    if any(sum(ch.isdigit() for ch in c) >= 2 and c != target for c in candidates):
+        return "mismatch"
+    return "absent"
+
+
+def _near(word: str, words: set[str]) -> bool:
+    if word in words:
+        return True
+    if len(word) < 4:
+        return False
+    from rapidfuzz.fuzz import ratio  # local: rapidfuzz.distance is imported above
+
+    return any(len(w) >= 4 and ratio(word, w) >= 85 for w in words)
+
+
+_NAME_STOP = frozenset({
+    "the", "a", "an", "of", "and", "or", "for", "to", "in", "on", "at", "with", "by", "dr",
+    "mr", "mrs", "ms", "is", "it", "its", "my", "your",
+})
+
+
+def _tokens_in_text(value: Any, text: str) -> ValueFound:
+    """Free text and names: every content word of the value is said (fuzzily) → match; some
+    but not all → mismatch ("Jamie Rhodes" for Jamie Reyes); none → absent."""
+    wanted = [w for w in canonical_text(value).split() if w not in _NAME_STOP]
+    if not wanted:
+        return "absent"
+    have = set(canonical_text(_words_to_digits(text)).split())
+    have |= set(canonical_text(text).split())
+    found = [w for w in wanted if _near(w, have)]
+    if len(found) == len(wanted):
+        return "match"
+    return "mismatch" if found else "absent"
+
+
+def value_in_text(
+    grader: GraderName,
+    value: Any,
+    text: str,
+    *,
+    tolerance: float = 0.0,
+    options: Sequence[str] = (),
+    reference: dt.date | None = None,
+) -> ValueFound:
+    """Whether ``text`` (an agent's read-back, a tool result, the task context) states
+    ``value``, compared the way the field's grader compares: dates by day (year-less dates
+    against ``reference``), numbers within ``tolerance``, phones in E.164, identifiers as
+    upper-cased alphanumerics (spelled out or not), enums by option, lists item by item,
+    names and free text word by word. Used by the simulated caller to check read-backs and
+    by the provenance check of Process Validity."""
+    if is_empty(value) or not text.strip():
+        return "absent"
+    if grader == "normalized_date":
+        target = parse_spoken_date(value)
+        found = dates_in_text(text, reference)
+        if target is None or not found:
+            return "absent"
+        return "match" if target in found else "mismatch"
+    if grader == "numeric_tolerance":
+        number = extract_number(value)
+        numbers = numbers_in_text(text)
+        if number is None or not numbers:
+            return "absent"
+        return "match" if any(abs(n - number) <= tolerance + _EPS for n in numbers) else (
+            "mismatch")
+    if grader == "normalized_phone":
+        target_phone = canonical_phone(value)
+        runs = re.findall(r"\+?\d[\d\s().,-]{5,}\d", _words_to_digits(text))
+        phones = {p for p in (canonical_phone(r) for r in runs) if p is not None}
+        if target_phone is None or not phones:
+            return "absent"
+        return "match" if target_phone in phones else "mismatch"
+    if grader == "enum":
+        compact_text = _compact(text)
+        said = [o for o in options if _compact(o) and _compact(o) in compact_text]
+        if any(_compact(o) == _compact(value) for o in said) or (
+            _compact(value) and _compact(value) in compact_text
+        ):
+            return "match"
+        return "mismatch" if said else "absent"
+    if grader in ("set_f1", "ordered_list"):
+        results = [_tokens_in_text(item, text) for item in split_items(value)]
+        if results and all(r == "match" for r in results):
+            return "match"
+        return "mismatch" if any(r != "absent" for r in results) else "absent"
+    if grader == "interval_overlap":
+        parts = _interval_parts(value)
+        if parts is None:
+            return "absent"
+        ends = [value_in_text("normalized_date" if _is_date_like(p) else "numeric_tolerance",
+                              p, text, reference=reference) for p in parts]
+        if all(e == "match" for e in ends):
+            return "match"
+        return "mismatch" if any(e != "absent" for e in ends) else "absent"
+    if grader in ("exact", "casefold_exact") and re.search(r"\d", _as_text(value)):
+        return _identifier_in_text(value, text)
+    return _tokens_in_text(value, text)
 
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")

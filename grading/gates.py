@@ -24,12 +24,14 @@ from pydantic import BaseModel, Field
 from grading.corrections import Correction, effective_decisions, read_corrections_checked
 from grading.fields import argument_matches, grade_value, is_empty
 from grading.judge import Judge, score_field
+from grading.provenance import shortcuts
 from runtime.events import (
     AgentAct,
     ArtifactUpdate,
     AuthBlocked,
     AuthDecisionEvent,
     AuthGrant,
+    AuthInvalidated,
     AuthRevoke,
     AuthUse,
     Event,
@@ -115,13 +117,13 @@ def _superseded_values(task: TaskSpec, spec: FieldSpec) -> list[Any]:
     return [v.value for v in fact.versions[:-1]]
 
 
-def _matches(spec: FieldSpec, reference: Any, pred: Any) -> bool:
+def _matches(task: TaskSpec, spec: FieldSpec, reference: Any, pred: Any) -> bool:
     """Whether ``pred`` matches ``reference`` under the field's grader. A superseded fact
     version need not be in the grader's format ("end of Q1" for a date field): such a
     reference cannot be matched, so it never makes a value stale."""
     try:
         return grade_value(spec.grader, reference, pred, tolerance=spec.tolerance,
-                           options=spec.options, threshold=spec.threshold).correct
+                           options=spec.options, reference=task.reference_date).correct
     except ValueError:
         return False
 
@@ -135,13 +137,14 @@ def grade_fields(
         for spec in art.fields:
             pred = values.get(spec.name)
             stale = not is_empty(pred) and any(
-                _matches(spec, old, pred) and not _matches(spec, spec.gold, pred)
+                _matches(task, spec, old, pred) and not _matches(task, spec, spec.gold, pred)
                 for old in _superseded_values(task, spec)
             )
             if stale:
                 score, correct, judged = 0.0, False, False
             else:
-                fs = score_field(spec, pred, judge=judge, context=values)
+                fs = score_field(spec, pred, judge=judge, context=values,
+                                 reference=task.reference_date)
                 score, correct, judged = fs.score, fs.correct, fs.judged
             results.append(FieldResult(
                 artifact=art.id, field=spec.name, grader=spec.grader, gold=spec.gold,
@@ -197,6 +200,9 @@ def replay_authorization(
                 by_decision[ev.action] = ev.seq
             elif ev.seq in latest:
                 by_decision[ev.action] = ev.seq  # a corrected-away grant: name it
+        elif isinstance(ev, AuthInvalidated):
+            valid[ev.action] = False
+            by_decision.pop(ev.action, None)
         elif isinstance(ev, AuthUse):
             if not valid.get(ev.action, False):
                 seq = by_decision.get(ev.action)
@@ -250,15 +256,27 @@ class _Ctx:
                 for e in self.events
             )
         assert isinstance(pred, PredUpdatedAfter)
-        said = next((e for e in self.events
-                     if isinstance(e, UserSpeechEnd) and e.plan_id == pred.plan), None)
-        if said is None:
+        return self.correction_taken_up(pred)
+
+    def correction_taken_up(self, pred: PredUpdatedAfter) -> bool:
+        """The field ends holding the fact version the correction ``pred.plan`` carried,
+        whether or not the agent wrote it again after hearing it."""
+        said = any(isinstance(e, UserSpeechEnd) and e.plan_id == pred.plan for e in self.events)
+        if not said:
             return True  # the correction was never spoken in this run
-        return any(
-            isinstance(e, ArtifactUpdate) and e.artifact_id == pred.artifact
-            and pred.field in e.changed and e.seq > said.seq
-            for e in self.events
-        )
+        art = self.task.artifact(pred.artifact)
+        spec = art.field(pred.field) if art is not None else None
+        if spec is None:
+            return False
+        corrected: Any = spec.gold
+        plan = self.task.plan(pred.plan)
+        fact = self.task.user.fact(spec.source.fact) if spec.source.fact else None
+        if plan is not None and fact is not None:
+            versions = [r.version for r in plan.facts if r.fact == fact.id]
+            if versions and max(versions) <= len(fact.versions):
+                corrected = fact.versions[max(versions) - 1].value
+        value = self.state.fields.get(pred.artifact, {}).get(pred.field)
+        return not is_empty(value) and _matches(self.task, spec, corrected, value)
 
 
 def describe(pred: Predicate) -> str:
@@ -318,6 +336,7 @@ def grade_events(
     reasons["PV"] += [f"must-hold predicate violated: {describe(p)}" for p in g.must_hold
                       if not ctx.holds(p)]
     reasons["PV"] += auth.unauthorized
+    reasons["PV"] += shortcuts(task, events)
 
     reasons["AC"] = [
         f"required action not completed: {req.tool}"

@@ -10,6 +10,7 @@ configured only the deterministic tier runs.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 import sqlite3
@@ -358,18 +359,19 @@ def judge_from_env(env: Mapping[str, str], cache_path: Path | None = None) -> Op
 # --------------------------------------------------------------------------- scoring
 
 def score_field(
-    field: FieldSpec, pred: Any, *, judge: Judge | None, context: Mapping[str, Any]
+    field: FieldSpec, pred: Any, *, judge: Judge | None, context: Mapping[str, Any],
+    reference: dt.date | None = None,
 ) -> FieldScore:
     """Two-tier score of one field (D.5).
 
     Empty → 0, not judged. Deterministically correct → its score, no judge call. A failure
     the grader marks escalation-eligible goes to ``judge`` when there is one (1.0 or 0.0,
     judged). Otherwise the deterministic result stands; with no judge, semantic is just
-    case-folded equality.
+    case-folded equality. ``reference`` is the task's reference date for year-less dates.
     """
     if is_empty(pred):
         return FieldScore(0.0, False, False)
-    grade = grade_spec(field, pred)
+    grade = grade_spec(field, pred, reference)
     if grade.correct or not grade.escalate or judge is None:
         return FieldScore(grade.score, grade.correct, False)
     hint = None

@@ -111,14 +111,17 @@ def _check_audible(audio: Pcm, what: str) -> None:
 def build_bank(
     task: TaskSpec, engine: TTSEngine, *, force: bool = False, log: list[str] | None = None
 ) -> BankManifest:
-    """Synthesize every realization of ``task``; unchanged items are kept as they are."""
+    """Synthesize every realization of ``task``; unchanged items are kept as they are. The
+    manifest is saved after each new item, so an interrupted build resumes where it stopped."""
     folder = task.folder
     old = load_manifest(folder)
     described = engine.describe()
     reuse = old is not None and old.engine == described and not force
     items: list[BankItem] = []
+    pending = {i.realization: i for i in old.items} if (old is not None and reuse) else {}
     for plan in task.plans:
         for real in plan.realizations:
+            pending.pop(real.id, None)
             target = folder / real.audio
             prev = old.item(real.id) if (old is not None and reuse) else None
             if (
@@ -143,6 +146,8 @@ def build_bank(
             ))
             if log is not None:
                 log.append(f"{task.id}: synthesized {real.id} ({len(audio) / SAMPLE_RATE:.1f} s)")
+            save_manifest(folder, BankManifest(task_id=task.id, engine=described,
+                                               items=[*items, *pending.values()]))
     manifest = BankManifest(task_id=task.id, engine=described, items=items)
     save_manifest(folder, manifest)
     return manifest

@@ -63,5 +63,7 @@ def load_manifest(task_folder: Path) -> BankManifest | None:
 def save_manifest(task_folder: Path, manifest: BankManifest) -> Path:
     path = manifest_path(task_folder)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)  # atomic: an interrupted build never leaves a half-written manifest
     return path

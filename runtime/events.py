@@ -172,6 +172,9 @@ class AuthGrant(_Event):
     action: str
     plan_id: str | None = None
     evidence: str = ""
+    artifact_version: int | None = None
+    """The version of the action's artifact the approval was given for: a material edit
+    after it invalidates the token (``auth.invalidated``)."""
 
 
 class AuthRevoke(_Event):
@@ -181,6 +184,20 @@ class AuthRevoke(_Event):
     action: str
     plan_id: str | None = None
     evidence: str = ""
+
+
+class AuthInvalidated(_Event):
+    """An approval stopped being valid because its artifact was materially edited after it
+    was given (the approval covered the artifact as it was): the agent must ask again."""
+
+    type: Literal["auth.invalidated"] = "auth.invalidated"
+    source: Source = "workbench"
+    token: str
+    action: str
+    artifact_version: int
+    """The artifact's version after the edit."""
+    changed: list[str]
+    """The fields whose values the edit changed."""
 
 
 class AuthUse(_Event):
@@ -202,12 +219,17 @@ class AuthBlocked(_Event):
 
 
 class DuplexFire(_Event):
+    """An authored duplex event fired at ``anchor_ms``: ``offset_ms`` after the end of the
+    caller's anchor plan (media time; the agent's timing never moves it)."""
+
     type: Literal["duplex.fire"] = "duplex.fire"
     source: Source = "orchestrator"
     event_id: str
     kind: str
     plan_id: str
     anchor_ms: int
+    overlap: bool | None = None
+    """Whether agent audio was playing when it fired (None in logs written before 2026-12)."""
 
 
 class WorldEventFired(_Event):
@@ -305,8 +327,9 @@ Event = Annotated[
     SessionStart | SessionEnd | UserPlanEvent | UserSpeechStart | UserSpeechEnd
     | AgentSpeechStart | AgentSpeechEnd | AgentTruncated | AgentTranscript | AgentAct
     | AgentHangup | ToolCall | ToolResult | ArtifactUpdate | ArtifactLifecycle | AuthGrant
-    | AuthRevoke | AuthUse | AuthBlocked | DuplexFire | WorldEventFired | AgentErrorEvent
-    | CueShow | CueDone | CardFact | UserTranscript | AuthDecisionEvent | ParticipantConnection,
+    | AuthRevoke | AuthInvalidated | AuthUse | AuthBlocked | DuplexFire | WorldEventFired
+    | AgentErrorEvent | CueShow | CueDone | CardFact | UserTranscript | AuthDecisionEvent
+    | ParticipantConnection,
     Field(discriminator="type"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -57,9 +57,8 @@ from runtime.events import (
     UserTranscript,
 )
 from runtime.observer import Act
-from runtime.simulator import RevealPolicy, SpeechAuthorization, UserFrame
+from runtime.simulator import DuplexSchedule, RevealPolicy, SpeechAuthorization, UserFrame
 from runtime.spec import (
-    DuplexEvent,
     Fact,
     Lifecycle,
     RevealAfterPlan,
@@ -385,12 +384,6 @@ class _Result:
     asr: str
 
 
-@dataclass
-class _Armed:
-    event: DuplexEvent
-    fire_at: int | None = None
-
-
 class LiveParticipant:
     """A live human on the user channel, the reveal graph in cue mode.
 
@@ -435,8 +428,8 @@ class LiveParticipant:
         self._now = 0
         self._queue: list[tuple[int, UserPlan, str]] = []
         self._pending: _Pending | None = None
-        self._armed: list[_Armed] = []
-        self._armed_ids: set[str] = set()
+        self._duplex = DuplexSchedule(task)
+        self.agent_audible = False
         self._opened = False
         self.agent_has_spoken = False
         self._card: dict[str, tuple[int, int]] = {}
@@ -550,11 +543,9 @@ class LiveParticipant:
             return PendingPlan(p.plan.id, p.trigger, p.shown_ms) if p is not None else None
 
     def on_agent_speech_start(self, t_ms: int) -> None:
+        del t_ms
         with self._lock:
             self.agent_has_spoken = True
-            for armed in self._armed:
-                if armed.fire_at is None:
-                    armed.fire_at = t_ms + armed.event.anchor.offset_ms
 
     def on_agent_turn_end(self, acts: list[Act], t_ms: int) -> None:
         with self._lock:
@@ -575,14 +566,15 @@ class LiveParticipant:
                     self._schedule(plan, t_ms + self.task.limits.response_gap_ms, "opening")
                 return
             chosen = self.policy.respond(acts)
-            if chosen is not None:
+            if chosen:
                 self._pending = None  # an unanswered plain question is overtaken
-                plan, trigger = chosen
-                self._schedule(plan, t_ms + self.task.limits.response_gap_ms, trigger)
+            for c in chosen:
+                self._schedule(c.plan, t_ms + self.task.limits.response_gap_ms, c.trigger)
 
-    def on_lifecycle(self, artifact_id: str, state: Lifecycle) -> None:
+    def on_lifecycle(self, artifact_id: str, state: Lifecycle,
+                     changed: Sequence[str] = ()) -> None:
         with self._lock:
-            self.policy.lifecycles[artifact_id] = state
+            self.policy.on_artifact(artifact_id, state, changed)
 
     def on_world_event(self, event_id: str) -> None:
         with self._lock:
@@ -608,17 +600,15 @@ class LiveParticipant:
                     and t_ms >= opening.when.silence_ms
                 ):
                     self._schedule(opening, t_ms, "opening:silence")
-            for armed in list(self._armed):
-                if armed.fire_at is not None and t_ms >= armed.fire_at:
-                    self._armed.remove(armed)
-                    plan = self.task.plan(armed.event.plan)
-                    if plan is not None:
-                        events.append(DuplexFire(
-                            event_id=armed.event.id, kind=armed.event.kind, plan_id=plan.id,
-                            anchor_ms=armed.fire_at,
-                        ))
-                        # Anchored to media time: it pre-empts whatever was due.
-                        self._make_pending(plan, f"duplex:{armed.event.id}", t_ms, events)
+            for fire_at, event in self._duplex.due(t_ms):
+                plan = self.task.plan(event.plan)
+                if plan is not None:
+                    events.append(DuplexFire(
+                        event_id=event.id, kind=event.kind, plan_id=plan.id,
+                        anchor_ms=fire_at, overlap=self.agent_audible,
+                    ))
+                    # Anchored to media time: it pre-empts whatever was due.
+                    self._make_pending(plan, f"duplex:{event.id}", t_ms, events)
             if (
                 self._live_pending(t_ms) is None and self._utt is None and self._queue
                 and self._queue[0][0] <= t_ms
@@ -775,8 +765,7 @@ class LiveParticipant:
         if pending is not None:
             plan = pending.plan
             plan_id, trigger = pending.plan.id, f"live:{pending.trigger}"
-            self.policy.spoken.append(pending.plan.id)
-            self.policy.last_trigger = pending.trigger
+            self.policy.mark_spoken(pending.plan.id, pending.trigger)
             for ref in pending.plan.facts:
                 self._said[ref.fact] = max(self._said.get(ref.fact, 0), ref.version)
             events.append(UserPlanEvent(
@@ -802,7 +791,7 @@ class LiveParticipant:
         events.append(UserSpeechEnd(plan_id=utt.plan_id, realization_id=utt.realization_id))
         ends = False
         if utt.plan is not None:
-            self._arm_after(utt.plan.id)
+            self._duplex.arm_after(utt.plan.id, end_ms)
             self._reveal_where(
                 lambda r, p=utt.plan.id: isinstance(r, RevealAfterPlan) and r.plan == p, t_ms
             )
@@ -880,12 +869,6 @@ class LiveParticipant:
         return SpeechAuthorization(decision=d.decision, action=d.action,
                                    plan_id=cue.plan_id if cue is not None else None,
                                    evidence=res.text)
-
-    def _arm_after(self, plan_id: str) -> None:
-        for event in self.task.duplex_events:
-            if event.anchor.after_plan == plan_id and event.id not in self._armed_ids:
-                self._armed_ids.add(event.id)
-                self._armed.append(_Armed(event=event))
 
 
 def _cue_authorizes(task: TaskSpec, cue: Cue | None) -> bool:

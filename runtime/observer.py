@@ -22,14 +22,18 @@ import itertools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from rapidfuzz.distance import Levenshtein
 
-from runtime.spec import AuthorizationRule, TaskSpec
+from grading.fields import canonical_identifier, canonical_text, value_in_text
+from grading.fields import spelled_out as _words_to_digits_text
+from runtime.spec import AuthorizationRule, FieldSpec, TaskSpec
 
 ActName = Literal[
-    "greet", "ask", "confirm", "read_back", "summarize", "request_approval", "inform", "close",
+    "greet", "ask", "confirm", "read_back", "summarize", "request_approval", "offer", "inform",
+    "close",
 ]
 
 
@@ -197,6 +201,11 @@ _REQUEST = _rx(
     r"^(moving|turning) on to\b",
     r"^what about\b",
     r"^how about\b",
+    r"(^|, )(could|can|would|will) you (please )?(tell|give|spell|provide|share|say|state|read|"
+    r"confirm|let me know|repeat|verify|walk me through|describe)\b",
+    r"\bi would (love|like) to (hear|know|understand|learn)\b",
+    r"\bif you (can|could|do not mind|would not mind) (share|tell|give|say|read|walk)",
+    r"^(tell|walk) me (about|what|how|through|a bit|a little)\b",
 )
 """Request forms that make a statement ask for a field ("I'll need your employee ID.")."""
 
@@ -214,13 +223,15 @@ _GREET_STATEMENT = _rx(
     r"\b(i will|i am going to|i can) be (helping|assisting) you\b",
 )
 _GREET_PREFIX = re.compile(
-    r"^(hello|hi|hey|hiya|howdy|greetings|good (morning|afternoon|evening))( and welcome)?"
+    r"^(hello|hi|hey|hiya|howdy|greetings|(good )?(morning|afternoon|evening))( and welcome)?"
     r"( (there|again|everyone|all))?\b"
 )
 
 _CLOSE_ANY = _rx(r"\b(goodbye|bye|bye bye|farewell)\b")
 _CLOSE = _rx(
-    r"\btake care\b",
+    r"\btake (good )?care\b",
+    r"\b(speak|talk|chat) (to you )?soon\b",
+    r"\bgood luck with\b",
     r"\bhave an? (great|good|nice|wonderful|lovely|fantastic|pleasant|blessed|terrific|"
     r"excellent|awesome|super) (day|one|afternoon|evening|weekend|night|rest|week|time)\b",
     r"\byou are (all )?(set|good to go|done|sorted)\b",
@@ -315,7 +326,169 @@ _BARE_PERMISSION = frozenset({
     "is that fine", "yes", "ready", "are you ready", "would that be ok", "go ahead",
 })
 
+_OFFER = _rx(
+    r"\b(would|do|did) you (like|want|need) (me|us) to\b",
+    r"^(you )?want me to\b",
+    r"\b(shall|should|can|could|may) (i|we) (also |just |quickly |go ahead and |maybe )?"
+    r"(?!(get|have|ask|grab|take|know|confirm|verify|double|start|go over|run through|"
+    r"read|repeat|clarify|put you down|note|jot|write down|record|just confirm|also get|"
+    r"check that|check your|check if i|see your|help|assist|serve|be of)\b)[a-z]+",
+    r"\b(would|do) you (like|want) (a|an|the|some|any|us|them|me|to (get|have|receive))\b",
+    r"\bi can (also |even )?[a-z]+ .*\bif you (would like|like|want|need|prefer)\b",
+    r"^i (can|could) (also |even )?[a-z]+ .*\bif (you|that|it)\b",
+    r"^(if you (would like|like|want|need)|if (that|it) (helps|is useful|is helpful|works)),"
+    r" i (can|could)\b",
+    r"\bif you (would like|like|want), i can\b",
+    r"\bhappy to [a-z]+ .*\bif you\b",
+    r"\bdo you want (a|an) (copy|confirmation|reminder|email|text|receipt)\b",
+    r"\bwould it help (if|for) (i|me|us|we)\b",
+    r"\bwould (a|an|the|some) .+ be (useful|helpful|handy)\b",
+    r"\b(do you )?want me to$",
+    r"\bdo you want (the|a|an|it|them|those|these) .* (sent|emailed|mailed|texted|forwarded)\b",
+)
+"""An offer: the agent proposes to do something (the caller decides)."""
+_OFFER_NOT = _rx(
+    r"\b(would|do) you (like|want) to (add|change|update|keep|go with|use|stay|enroll|"
+    r"include|list|name|put|make|cover|choose|pick|select)\b",
+)
+"""'Would you like to add dental?' asks the caller's choice (a field), not an offer."""
+_FOREIGN_OBJECT = frozenset({
+    "another", "second", "separate", "new", "additional", "extra", "copy", "copie", "email",
+    "text", "reminder", "confirmation", "summary", "receipt", "note", "message", "link",
+    "invite", "invitation", "room", "pass", "permit", "survey", "feedback", "callback",
+    "call", "appointment", "referral", "transcript", "recording", "brochure", "guide",
+    "quote", "card", "voucher",
+})
+"""Words that make a gated verb's object something other than the gated artifact."""
+_GENERIC_PROCEED = _rx(
+    r"\bmak(e|ing) (it|this|that|everything|the \w+|your \w+)( \w+)? official\b",
+    r"\block(ing)? (it|this|that|everything|them|these)( all)? in\b",
+    r"\block(ing)? in (the|your|this|these|that)\b",
+    r"\bput(ting)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? (through|in)\b",
+    r"\bsend(ing)? (it|this|that|everything|the \w+|your \w+) (in|off|over|through|along)\b",
+    r"\b(give|get|have) (me |us )?(the |your )?(go ahead|green light|ok|okay|thumbs up)\b",
+    r"\bsay the word\b",
+    r"\bsign off on (it|this|that|the \w+)\b",
+    r"\bpull the trigger\b",
+    r"\b(good|ok|okay|fine|clear|happy|set) (for me |for us )?to (go|proceed|submit|send|"
+    r"file|do that|do it)\b",
+)
+"""Asking for the go-ahead without the rule's own verb ("Shall we make it official?")."""
+_ASKS_PERMISSION = _rx(
+    r"\b(is|would) (that|this|it) (be )?(all right|ok|fine|good|alright)( with you| by you| for "
+    r"you)?$",
+    r"^(that|is that) (all right|ok|fine|good)( with you| by you)?$",
+    r"\b(am|are) (i|we) (good|ok|clear|all right|fine|set) to\b",
+    r"\b(are )?you (happy|ok|fine|good|comfortable|all right) (for|with) (me|us) to\b",
+    r"\b(ok|all right|fine) (if|for) (i|me|us|we)\b",
+    r"\bdo (i|we) have (your|the) (go ahead|ok|approval|permission|green light)\b",
+    r"\bsay the word\b",
+    r"\b(can|may|shall|should) (i|we) (go ahead|proceed)\b",
+    r"\bgo ahead and\b.*$",
+    r"\bshall (i|we)\b",
+    r"\bwant me to\b",
+    r"\b(are|is) (you|everyone) (ok|fine|good|happy|comfortable|all right) with (that|this|it|"
+    r"me|us)\b",
+    r"\byou are (ok|fine|happy|good|comfortable|all right) with (me|us|that|this)\b",
+    r"\bis (that|it) a go\b",
+    r"\bdoes that work for you\b",
+    r"\b(need|want|get|have) (a|your) (yes|ok|go ahead|say so|green light)\b",
+    r"\byour (ok|go ahead|approval|permission|blessing|green light|say so|sign off|consent|"
+    r"yes) (to|and|before)\b",
+)
+_CLOSE_QUESTION = _rx(
+    r"\b(was there|is there|do you have|have you got|got) anything else\b",
+    r"^(ok |okay |and |so )?anything else\b",
+    r"\bwhat else can (i|we) (do|help)\b",
+    r"\b(help|assist) (you )?with anything else\b",
+    r"\b(is there )?anything else (i|we) can (help|do|assist)\b",
+    r"\b(is there )?anything else (you need|for you|for today|today|at all)\b",
+    r"^(anything else|is there anything else|something else)$",
+    r"\banything else (i|we) (can|could) (do|help)\b",
+)
+_SMALL_TALK = _rx(
+    r"\b(lovely|nice|good|great) to (hear from|see|have) you\b",
+    r"\bhow (is|are|has|have) (your|the|things|you)( \w+){0,4}( been)? (going|treating you|"
+    r"doing)\b",
+    r"\bhow are (you|things)( doing)?\b",
+    r"\b(nice|good|great|lovely|pleasure) (to|talking to|speaking with|speaking to) (meet|"
+    r"talk|speak|you|chat)\b",
+    r"\b(busy|long|good|rough|hectic) (day|week|morning|afternoon)\b",
+    r"\bhope (you are|your|you have|things|it is|it has|the)\b",
+    r"\bweather\b",
+)
+_SUBORDINATORS = frozenset({"before", "once", "after", "when", "until", "while", "as", "if"})
+_NEGATION = frozenset({"nothing", "not", "never", "no", "nobody"})
+_DETERMINER_BEFORE_NOUN = frozenset({
+    "your", "the", "a", "an", "my", "our", "their", "his", "her", "its",
+})
+_AGENT_MARKERS = frozenset({
+    "i", "we", "me", "us", "let", "ok", "ready", "good", "fine", "happy", "clear", "and",
+    "set", "allowed", "to", "is", "be",
+})
+"""Words before a gated verb that make the agent its doer ("shall I", "want me to")."""
+_TRAILING_QUESTION = re.compile(
+    r",\s*(?:(?:and|so|now|then|okay|ok|great|perfect|thanks)\s*,?\s*)+"
+    r"(?=(?:what|which|who|when|where|how|could|can|would|will|do|did|does|is|are|was|were)\b)",
+    re.IGNORECASE,
+)
+"""", and what ...?": a restatement followed by a new question in one sentence."""
+_LATE_QUESTION = re.compile(
+    r",\s*(?:and\s+|so\s+|but\s+)?(?:what|which|who|when|where|how|could you|can you|would you"
+    r"|will you)\b[^,]*$", re.IGNORECASE,
+)
+"""A question after a lead-in clause, with or without its question mark ("Before I finalize,
+what date should it start")."""
+_NEWS = re.compile(
+    r"\b(submitted|booked|sent|filed|processed|scheduled|on its way|confirmation|email|will|"
+    r"has been|have been|is (now )?(booked|done|in|ready|set)|refund|reference|ticket number|"
+    r"policy|covered|fee|cost|price)\b", re.IGNORECASE,
+)
+"""Information in a greeting or closing turn that is news, not a pleasantry."""
+_PLEASANTRY = re.compile(
+    r"!\s*$|\b(congratulations|lovely|oh no|how fun|glad|sorry to hear|good luck|enjoy|"
+    r"that is everything|that is all|all done|sounds great|wonderful|gorgeous|hope)\b",
+    re.IGNORECASE,
+)
+_OBJECT_STOP = frozenset({
+    "to", "for", "with", "by", "via", "on", "at", "in", "into", "if", "so", "and", "or",
+    "before", "after", "once", "when", "because", "now", "today", "right", "yet", "then",
+    "is", "ok", "all", "as", "from", "while", "unless", "until", "are", "was", "were", "not",
+    "will", "would", "can", "could", "do", "does", "did", "should", "shall", "may", "might",
+    "have", "has", "yeah", "yes", "correct", "please", "too",
+})
+_OBJECT_SKIP = frozenset({
+    "it", "this", "that", "these", "those", "them", "the", "your", "my", "our", "a", "an",
+    "everything", "over", "off", "through", "along", "up", "please", "you", "me", "us", "him",
+    "her", "just", "all", "of", "whole", "entire", "final", "completed", "complete", "finished",
+    "officially", "formally", "actually", "out", "away", "back", "here", "there",
+})
+_GENERIC_OBJECT = frozenset({
+    "form", "request", "record", "detail", "info", "information", "paperwork",
+    "application", "thing", "one", "lot", "case", "file", "submission", "change", "update",
+    "draft", "version", "entry", "item", "package", "off",
+})
+"""Objects that name the artifact without its own words ("submit the form")."""
+_PROCEED_ONLY = _rx(
+    r"\b(go ahead|proceed|move forward|move ahead)\b",
+)
+_NOT_INTRO = frozenset({
+    "is", "are", "was", "were", "will", "can", "has", "have", "every", "all", "need", "needs",
+    "review", "reviews", "handle", "handles", "been", "be",
+})
+_DESK_INTRO = re.compile(
+    r"^([a-z0-9&]+ ){0,3}(desk|line|team|support|services|service|office|department|"
+    r"helpdesk|hotline|center|centre|reception|scheduling|intake|enrollment|billing)"
+    r"( [a-z0-9&]+){0,5}$"
+    r"|^([a-z0-9&]+ ){0,6}(desk|line|team|support|services|service|office|department|"
+    r"helpdesk|hotline|center|centre|reception|scheduling|intake|enrollment|billing)"
+    r"( (line|desk|team))?(,? (this is|[a-z]+ speaking|speaking))?( \w+)?$"
+)
+
 _DEFAULT_GATED_VERBS = ("submit", "commit", "finalize")
+_STEP_VERBS = frozenset({"check", "look", "search", "verify", "find", "pull", "run", "mark",
+                         "ready", "lookup", "calculate", "price", "compute"})
+"""Verbs of a task step that needs no approval: an offer of one is accepted."""
 
 _NOT_A_VALUE = frozenset({
     "required", "needed", "missing", "optional", "important", "necessary", "blank", "empty",
@@ -334,9 +507,10 @@ def _is_value(word: str) -> bool:
 
 _COPULA = frozenset({"is", "are", "was", "as", "to", "will"})
 _READBACK_LEAD = _rx(
-    r"\b(i|we) (have |will |just )?(have|got|recorded|noted|entered|updated|changed|"
+    r"\b(i|we) (have |will |just |am |are )?(have|got|recorded|noted|entered|updated|changed|"
     r"corrected|put|saved|set|logged|captured|listed|marked|wrote|written|took|taken|"
-    r"registered|filled)\b",
+    r"registered|filled|putting|listing|logging|marking|noting|recording|entering|updating|"
+    r"changing|setting|adding|added)\b",
 )
 """Before a field, with a value after it: "I have your date of birth as ..."."""
 _YOU_SAID = _rx(
@@ -359,6 +533,27 @@ _ADJACENT_GAPS = (
 _STOPWORDS = frozenset({
     "the", "a", "an", "of", "for", "and", "to", "in", "on", "your", "my", "our", "with", "or",
 })
+
+
+def _distinctive(value: Any) -> bool:
+    """A value that identifies its field when heard: not a lone lower-case word ("full",
+    "low", "vacation"), which a sentence may say about anything."""
+    text = str(value).strip()
+    return not (re.fullmatch(r"[a-z]+", text) is not None)
+
+
+def _near_identifier(value: Any, text: str) -> bool:
+    """A token of ``text`` that is ``value`` (an identifier with digits) with one or two
+    characters misheard or swapped: "VC-3381" for VC-3318, "P30852" for P30582."""
+    target = canonical_identifier(value)
+    if len(target) < 4 or not any(ch.isdigit() for ch in target):
+        return False
+    for token in re.findall(r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", _words_to_digits_text(text)):
+        cand = canonical_identifier(token)
+        if abs(len(cand) - len(target)) <= 1 and Levenshtein.distance(cand, target) <= 2 and (
+                sum(ch.isdigit() for ch in cand) >= 2):
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------- lexicon
@@ -397,15 +592,13 @@ def _phrase_variants(text: str) -> Iterable[tuple[str, ...]]:
 
 def _verb_forms(verb: str) -> set[str]:
     v = verb.lower().strip()
-    forms = {v, v + "s", v + "es", v + "ed", v + "d", v + "ing", v + "ment", v + "ments"}
+    forms = {v, v + "s", v + "es", v + "ed", v + "d", v + "ing"}
     if v.endswith("e"):
-        forms |= {v[:-1] + "ing", v[:-1] + "ion", v[:-1] + "ation"}
+        forms |= {v[:-1] + "ing"}
     if (
         len(v) >= 3 and v[-1] not in "aeiouwxy" and v[-2] in "aeiou" and v[-3] not in "aeiou"
     ):
         forms |= {v + v[-1] + "ed", v + v[-1] + "ing"}  # submit -> submitted
-    if v.endswith("mit"):
-        forms.add(v[:-1] + "ssion")  # submit -> submission
     if v.endswith("y") and len(v) > 2 and v[-2] not in "aeiou":
         forms |= {v[:-1] + "ied", v[:-1] + "ies"}
     return forms
@@ -416,7 +609,11 @@ def _verb_sequences(verb: str) -> set[tuple[str, ...]]:
     parts = _words(verb)
     if not parts:
         return set()
-    return {(form, *parts[1:]) for form in _verb_forms(parts[0])}
+    out = {(form, *parts[1:]) for form in _verb_forms(parts[0])}
+    if len(parts) == 2:  # a particle verb split by its object: "hand it in", "put this through"
+        out |= {(form, obj, parts[1]) for form in _verb_forms(parts[0])
+                for obj in ("it", "this", "that", "them", "everything")}
+    return out
 
 
 @dataclass(frozen=True)
@@ -499,7 +696,8 @@ class SemanticActObserver:
             gated |= verbs
             art = task.artifact(rule.artifact)
             art_text = " ".join(
-                [rule.artifact.replace("_", " ")] + ([art.title, art.kind] if art else [])
+                [rule.artifact.replace("_", " "), *rule.objects]
+                + ([art.title, art.kind] if art else [])
             )
             art_words = {
                 _stem(w) for w in _words(art_text)
@@ -508,6 +706,28 @@ class SemanticActObserver:
             rules.append(_Rule(rule, frozenset(verbs), frozenset(art_words)))
         self._rules = rules
         self._artifact_words = frozenset().union(*(r.artifact_words for r in rules))
+        gated_tools = {r.tool for r in task.authorization}
+        step = set(_STEP_VERBS)
+        for tool in task.tools:
+            if tool.name in gated_tools or tool.kind == "update":
+                continue
+            first = _words(tool.description)[:1]
+            step |= {_stem(w) for w in [*first, *_words(tool.name.replace("_", " "))]
+                     if w not in _STOPWORDS and len(w) > 2}
+        self._step_words = frozenset(step)
+        self._reference = task.reference_date
+        self._persona = canonical_text(task.user.persona.name)
+        values: list[tuple[FieldKey, FieldSpec, list[Any]]] = []
+        for artifact in task.artifacts:
+            for f in artifact.fields:
+                fact = task.user.fact(f.source.fact) if f.source.fact else None
+                if fact is None:
+                    continue
+                vals = [v.value for v in fact.versions
+                        if canonical_text(v.value) != self._persona and _distinctive(v.value)]
+                if vals:
+                    values.append(((artifact.id, f.name), f, vals))
+        self._values = values
         by_first: dict[str, list[tuple[str, ...]]] = {}
         for seq in gated:
             by_first.setdefault(seq[0], []).append(seq)
@@ -518,17 +738,85 @@ class SemanticActObserver:
     # ------------------------------------------------------------------ public
 
     def observe(self, transcript: str) -> list[Act]:
-        """The semantic acts of one agent turn, in sentence order."""
+        """The semantic acts of one agent turn, in sentence order. A turn that restates two
+        or more fields is also a summary."""
         acts: list[Act] = []
         previous: list[str] = []
         for sentence in split_sentences(transcript):
             acts.extend(self._sentence(sentence, previous))
             previous = _words(sentence)
+        acts = self._after_announcement(acts)
+        if any(a.act in ("greet", "close") for a in acts):
+            # An introduction or a send-off around the greeting or closing is part of it;
+            # news ("It's been submitted") stays information.
+            acts = [a for a in acts if not (
+                a.act == "inform" and not _NEWS.search(a.text) and not self.fields_in(a.text))]
+        for k in range(1, len(acts)):
+            if (acts[k].act == "request_approval" and acts[k - 1].act == "inform"
+                    and (self._has_gated(_words(acts[k - 1].text))
+                         or _GENERIC_PROCEED.search(" ".join(_words(acts[k - 1].text))))
+                    and not self._has_gated(_words(acts[k].text))):
+                del acts[k - 1]  # "I can submit it now. Is that OK?" is one request
+                break
+        restated = {(a.artifact, a.field) for a in acts
+                    if a.act in ("read_back", "confirm") and a.field}
+        if len(restated) >= 2 and not any(a.act == "summarize" for a in acts):
+            first = next(i for i, a in enumerate(acts) if a.act in ("read_back", "confirm"))
+            acts.insert(first, Act(act="summarize", text=acts[first].text))
         return acts
+
+    def _after_announcement(self, acts: list[Act]) -> list[Act]:
+        """"Let me read back what I have. Work order WO-55102, pump house two, …": the
+        sentence after an announced recap restates values even without a lead-in."""
+        out: list[Act] = []
+        announced = False
+        for act in acts:
+            if announced and act.act == "inform":
+                restated = self.fields_in(act.text)
+                if restated:
+                    out += self._field_acts("read_back", restated, act.text)
+                    continue
+            out.append(act)
+            announced = act.act == "summarize" and not any(
+                a.act in ("read_back", "confirm") and a.text == act.text for a in acts)
+        return out
+
+    def fields_in(self, text: str) -> list[FieldKey]:
+        """The fields a text names (lexicon) or states a caller's value of."""
+        words = _words(text)
+        clause = _Clause.of(text, words, False, [])
+        out = self._fields(clause)
+        out += [k for k in self._valued_fields(text) if k not in out]
+        return out
+
+    def names_object(self, text: str, artifact_id: str) -> bool:
+        """Whether ``text`` names the artifact (its title, kind or a rule's object noun)."""
+        stems = {_stem(w) for w in _words(text)}
+        return any(r.rule.artifact == artifact_id and r.artifact_words & stems
+                   for r in self._rules)
+
+    def offers_task_step(self, text: str) -> bool:
+        """Whether an offer proposes a step of the task's own (non-gated) tools: checking,
+        looking up, marking ready, or what a task tool does ("Should I check the calendar?")
+        rather than an extra ("a copy by email")."""
+        stems = {_stem(w) for w in _words(text)}
+        return bool(stems & self._step_words)
 
     # ------------------------------------------------------------------ sentence level
 
     def _sentence(self, sentence: str, previous: list[str]) -> list[Act]:
+        head, comma, tail = sentence.partition(",")
+        if comma and not previous and _words(tail) and _DESK_INTRO.match(" ".join(_words(head))):
+            # "Halden IT service desk, Priya here, what's going on?"
+            return [Act(act="greet", text=sentence), *[
+                a for a in self._sentence(tail.strip(), _words(head)) if a.act != "greet"]]
+        m = _TRAILING_QUESTION.search(sentence)
+        if m is not None and sentence.rstrip().endswith("?") and m.start() > 0:
+            head, tail = sentence[:m.start()], sentence[m.end():]
+            if _words(head) and _words(tail):
+                first = [a for a in self._sentence(head.strip() + ".", previous)
+                         if a.act != "inform"]  # an acknowledgement inside a question
+                return [*first, *self._sentence(tail.strip(), _words(head))]
         words = _words(sentence)
         if not words:
             return []
@@ -555,34 +843,53 @@ class SemanticActObserver:
         return unique
 
     def _classify(self, c: _Clause) -> list[Act]:
-        question = c.question or self._question_form(c)
+        question = c.question or self._question_form(c) or bool(_LATE_QUESTION.search(c.text))
         summary = [Act(act="summarize", text=c.text)] if _SUMMARIZE.search(c.joined) else []
 
-        if self._is_approval_request(c, question):
-            rule = self._resolve_rule(c) or (
-                self._resolve_rule(_Clause.of(c.text, c.previous, False, []))
-                if c.previous and c.joined in _BARE_PERMISSION else None
+        if _CLOSE_QUESTION.search(c.joined):
+            return [*summary, Act(act="close", text=c.text)]
+
+        proposal = self._proposes(c, question)
+        if proposal:
+            rule = self._bind(c) or (
+                self._bind(_Clause.of(c.text, c.previous, False, []))
+                if c.previous and self._bare_permission(c) else None
             )
-            return [*summary, Act(
-                act="request_approval",
-                action=rule.action if rule else None,
-                artifact=rule.artifact if rule else None,
-                text=c.text,
-            )]
+            if rule is not None:
+                return [*summary, Act(
+                    act="request_approval", action=rule.action, artifact=rule.artifact,
+                    text=c.text,
+                )]
+        fields = self._fields(c)
+        if proposal or (
+            _OFFER.search(c.joined) and not _OFFER_NOT.search(c.joined)
+            and not self._valued_fields(c.text) and not self._readback_fields(c, fields)
+        ):
+            return [*summary, Act(act="offer", text=c.text)]
 
         if _CLOSE_ANY.search(c.joined) or (not question and _CLOSE.search(c.joined)):
             return [*summary, Act(act="close", text=c.text)]
 
-        fields = self._fields(c)
+        stated = self._valued_fields(c.text)
+        if len(fields) == 1 and fields[0] in stated:
+            stated = fields  # one field named with its value: it owns the value
+        valued = [k for k in stated if k not in fields]
+        if question and valued and self._restates(c, fields + valued):
+            return [*summary, *self._field_acts("confirm", fields + valued, c.text)]
         if self._is_confirm(c, fields):
             # a summary's closing "is that all correct?" confirms the whole summary
             return [*summary, *self._field_acts("confirm", [] if summary else fields, c.text)]
 
         if summary:
-            return summary
+            restated = self._readback_fields(c, fields)
+            restated += [k for k in stated if k not in restated]
+            return [*summary, *(self._field_acts("read_back", restated, c.text)
+                                if restated else [])]
 
-        if _GREET.search(c.led) or _GREET.search(c.joined) or (
-            not question and _GREET_STATEMENT.search(c.joined)
+        if _GREET.search(c.led) or _GREET.search(c.joined) or _SMALL_TALK.search(c.joined) or (
+            not question and (_GREET_STATEMENT.search(c.joined) or (
+                not c.previous and _DESK_INTRO.match(c.joined)
+                and not set(c.words) & _NOT_INTRO))
         ):
             return [Act(act="greet", text=c.text)]
 
@@ -593,9 +900,138 @@ class SemanticActObserver:
                 return [Act(act="ask", text=c.text)]
 
         readback = self._readback_fields(c, fields)
+        readback += [k for k in stated if k not in readback]
         if readback:
             return self._field_acts("read_back", readback, c.text)
         return [Act(act="inform", text=c.text)]
+
+    # ------------------------------------------------------------------ proposals
+
+    def _bare_permission(self, c: _Clause) -> bool:
+        return c.joined in _BARE_PERMISSION or bool(_ASKS_PERMISSION.fullmatch(c.joined))
+
+    def _proposes(self, c: _Clause, question: bool) -> bool:
+        """The sentence asks leave to carry out a gated verb or to go ahead. A subordinate
+        clause does not count: "Before I submit it, what's your phone number?" asks a field."""
+        if c.words and c.words[0] in _SUBORDINATORS and "," in c.text:
+            main = c.text.split(",", 1)[1]
+            c = _Clause.of(main, _words(main), question, c.previous)
+        if c.words and any(x in _NEGATION for x in c.words[:3]) and not question:
+            return False  # "Nothing gets submitted until you say so."
+        lead = c.words[c.lead()] if c.words else ""
+        if lead in _WH and not (_APPROVAL_EXPLICIT_Q.search(c.joined)
+                                or _APPROVAL_EXPLICIT_S.search(c.joined)):
+            return False  # "What happens after I submit?"
+        if self._is_approval_request(c, question):
+            return True
+        gated = self._has_gated(c.words) or bool(_GENERIC_PROCEED.search(c.joined))
+        if gated and (question or _ASKS_PERMISSION.search(c.joined)):
+            return bool(question or _ASKS_PERMISSION.search(c.joined))
+        if (question or c.text.rstrip().endswith("?")) and self._bare_permission(c) and (
+                self._has_gated(c.previous)
+                or bool(_GENERIC_PROCEED.search(" ".join(c.previous)))):
+            return True
+        return question and bool(_ASKS_PERMISSION.search(c.joined)) and bool(
+            _GENERIC_PROCEED.search(" ".join(c.previous)) or self._has_gated(c.previous))
+
+    def _object_stems(self, w: list[str], j: int) -> set[str]:
+        """Content words of the phrase after a verb ending at ``j`` (up to a preposition)."""
+        out: set[str] = set()
+        k = j
+        while k < len(w) and w[k] in ("you", "me", "us", "him", "her", "them"):
+            k += 1  # an indirect object: "send you a copy"
+            if k < len(w) and w[k] in ("in", "into", "on", "up", "for"):
+                k += 1  # "enroll you in the wellness program", "sign you up for ..."
+        if k < len(w) and w[k] in ("a", "an", "another"):
+            return {"another"}  # "submit a request for your records": something new
+        j = k
+        while k < len(w) and k < j + 7:
+            x = w[k]
+            if x in _OBJECT_STOP:
+                break
+            if x not in _OBJECT_SKIP:
+                out.add(_stem(x))
+            k += 1
+        return out
+
+    def _bind(self, c: _Clause) -> AuthorizationRule | None:
+        """The gated action a proposal is for, or None when its object is something else."""
+        if not self._rules:
+            return None
+        w = c.words
+        stems = set(c.stems)
+        foreign_anywhere = bool(stems & (_FOREIGN_OBJECT - {"note", "call", "card"}))
+        for i, x in enumerate(w):
+            seqs = [q for q in self._gated.get(x, ()) if tuple(w[i:i + len(q)]) == q]
+            if not seqs or (i > 0 and w[i - 1] in _DETERMINER_BEFORE_NOUN):
+                continue  # "for your files": a noun
+            if not self._agent_does(w, i):
+                continue  # "did the other insurer send over ...": someone else's act
+            end = i + max(len(q) for q in seqs)
+            obj = self._object_stems(w, end)
+            rules = [r for r in self._rules
+                     if any(tuple(w[i:i + len(v)]) == v for v in r.verbs)] or self._rules
+            rule = self._pick(rules, obj)
+            if rule is not None:
+                return rule
+        if (_GENERIC_PROCEED.search(c.joined) or _PROCEED_ONLY.search(c.joined)
+                or _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)):
+            if foreign_anywhere:
+                return None
+            mentioned = [r for r in self._rules if r.artifact_words & stems]
+            if len(mentioned) == 1:
+                return mentioned[0].rule
+            if len(self._rules) == 1:
+                return self._rules[0].rule
+        return None
+
+    @staticmethod
+    def _agent_does(w: list[str], i: int) -> bool:
+        """The verb at ``i`` is something the agent (I/we) would do, or is proposed bare."""
+        before = w[max(0, i - 5):i]
+        if not before or all(x in _FILLER_START or x in ("just", "to") for x in before):
+            return True
+        return bool(set(before) & _AGENT_MARKERS)
+
+    def _pick(self, rules: list[_Rule], obj: set[str]) -> AuthorizationRule | None:
+        named = [r for r in rules if r.artifact_words & obj]
+        if named and not obj & {"another"}:
+            return named[0].rule
+        if obj & _FOREIGN_OBJECT:
+            return None
+        if obj - _GENERIC_OBJECT:
+            return None  # another thing: "enroll you in the wellness program"
+        return rules[0].rule if len({r.rule.action for r in rules}) == 1 else None
+
+    # ------------------------------------------------------------------ values
+
+    def _valued_fields(self, text: str) -> list[FieldKey]:
+        """Fields whose caller value (any version) the text states."""
+        out: list[FieldKey] = []
+        for key, spec, vals in self._values:
+            for v in vals:
+                try:
+                    found = value_in_text(spec.grader, v, text, tolerance=spec.tolerance,
+                                          options=spec.options, reference=self._reference)
+                except ValueError:
+                    continue
+                if found == "match" or (found == "mismatch" and _near_identifier(v, text)):
+                    out.append(key)  # the value, or an identifier misheard by a character
+                    break
+        return out
+
+    def _restates(self, c: _Clause, fields: list[FieldKey]) -> bool:
+        """A field named with a value, or a caller value, in a restatement shape."""
+        if not fields:
+            return False
+        if self._readback_fields(c, fields) or _CONFIRM.search(c.joined) or _CONFIRM_TAG.search(
+                c.text):
+            return True
+        if not c.question:
+            return False
+        i = c.lead()
+        first = c.words[i] if i < len(c.words) else ""
+        return first not in _WH and first not in {"can", "could", "would", "will", "may"}
 
     # ------------------------------------------------------------------ predicates
 
@@ -608,7 +1044,11 @@ class SemanticActObserver:
         first = c.words[i]
         nxt = c.words[i + 1] if i + 1 < len(c.words) else ""
         if first in _WH:
-            return nxt in _AUX or nxt in {"many", "much", "long", "old", "often", "about"}
+            return nxt in _AUX or nxt in {"many", "much", "long", "old", "often", "about"} or any(
+                x in _AUX for x in c.words[i + 2:i + 4])  # "what day are you starting"
+        if i + 1 < len(c.words) and c.words[i + 1] in _WH and first in {"roughly", "exactly",
+                                                                          "so", "and", "but"}:
+            return True
         if first in {"shall", "should", "can", "could", "may", "would", "will"}:
             return nxt in {"i", "we", "you"}
         if first in {"do", "did", "does", "are", "have", "has", "is", "were", "was"}:

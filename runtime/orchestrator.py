@@ -306,7 +306,7 @@ class Orchestrator:
 
     def _on_workbench_event(self, event: Event) -> Event:
         if isinstance(event, ArtifactUpdate):
-            self.user.on_lifecycle(event.artifact_id, Lifecycle(event.lifecycle))
+            self.user.on_lifecycle(event.artifact_id, Lifecycle(event.lifecycle), event.changed)
         return self._emit(event)
 
     async def _loop(self) -> tuple[EndReason, str]:
@@ -331,7 +331,9 @@ class Orchestrator:
                     del pending_world[wid]
                     self._emit(WorldEventFired(event_id=wid, description=world.description))
                     self.user.on_world_event(wid)
-            # User side.
+            # User side (it learns whether agent audio is playing: a duplex event logs
+            # whether it overlapped agent speech).
+            self.user.agent_audible = play.speaking
             frame = self.user.next_frame(t)
             for user_event in frame.events:
                 self._emit(user_event)
@@ -339,21 +341,21 @@ class Orchestrator:
                 auth = frame.finished.authorization
                 evidence = f"plan {frame.finished.id} spoken"
                 if auth is not None and auth.grant:
-                    self.workbench.ledger.grant(auth.grant, plan_id=frame.finished.id,
-                                                evidence=evidence)
+                    self.workbench.grant(auth.grant, plan_id=frame.finished.id,
+                                         evidence=evidence)
                 if auth is not None and auth.revoke:
-                    self.workbench.ledger.revoke(auth.revoke, plan_id=frame.finished.id,
-                                                 evidence=evidence)
+                    self.workbench.revoke(auth.revoke, plan_id=frame.finished.id,
+                                          evidence=evidence)
                 if frame.finished.ends_session:
                     user_goodbye = True
             if frame.authorization is not None:
                 speech = frame.authorization
                 if speech.decision == "grant":
-                    self.workbench.ledger.grant(speech.action, plan_id=speech.plan_id,
-                                                evidence=speech.evidence)
+                    self.workbench.grant(speech.action, plan_id=speech.plan_id,
+                                         evidence=speech.evidence)
                 else:
-                    self.workbench.ledger.revoke(speech.action, plan_id=speech.plan_id,
-                                                 evidence=speech.evidence)
+                    self.workbench.revoke(speech.action, plan_id=speech.plan_id,
+                                          evidence=speech.evidence)
             if frame.ends_session:
                 user_goodbye = True
             if held and (
@@ -443,8 +445,10 @@ class Orchestrator:
                 play.acts = []
             # End conditions.
             quiet = not play.speaking and not self.user.speaking
-            if terminal_at is None and self._terminal_reached():
-                terminal_at = t
+            if self._terminal_reached():
+                terminal_at = t if terminal_at is None else terminal_at
+            else:
+                terminal_at = None  # left the terminal state (an edit sent it back to draft)
             if hangup and quiet:
                 return "agent_hangup", ""
             if user_goodbye and quiet and t - last_activity >= limits.end_grace_ms:

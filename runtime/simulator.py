@@ -10,40 +10,77 @@ There is no user LLM or TTS at run time.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from runtime.audio import FRAME_SAMPLES, SAMPLE_RATE, Pcm, silence
+from grading.fields import numbers_in_text, value_in_text
+from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, silence
 from runtime.bank import BankPlayer
 from runtime.events import DuplexFire, Event, UserPlanEvent, UserSpeechEnd, UserSpeechStart
-from runtime.observer import Act
+from runtime.observer import Act, SemanticActObserver
 from runtime.spec import (
+    AuthorizationRule,
     DuplexEvent,
+    FieldSpec,
     Lifecycle,
     Realization,
     TaskSpec,
     TriggerAct,
     TriggerApproval,
+    TriggerApprovalWait,
     TriggerAsk,
     TriggerFallback,
     TriggerLifecycle,
+    TriggerOffer,
+    TriggerOpening,
+    TriggerProposal,
+    TriggerReadbackMismatch,
+    TriggerStalled,
     TriggerWorld,
     UserPlan,
 )
 
 
-def select_realization(task_id: str, seed: int, plan: UserPlan) -> Realization:
-    """Deterministic selection: the same (task, seed, plan) always gives the same realization."""
+def select_realization(task_id: str, seed: int, plan: UserPlan, occurrence: int = 0) -> Realization:
+    """Deterministic selection: the same (task, seed, plan) always starts from the same
+    realization, and the ``occurrence``-th time the plan is spoken in a run takes the next
+    one, so a repeated question never gets the identical words twice in a row."""
     if not plan.realizations:
         raise ValueError(f"{task_id}: plan '{plan.id}' has no realizations")
     digest = hashlib.sha256(f"{task_id}|{seed}|{plan.id}".encode()).digest()
-    return plan.realizations[int.from_bytes(digest[:8], "big") % len(plan.realizations)]
+    start = int.from_bytes(digest[:8], "big")
+    return plan.realizations[(start + occurrence) % len(plan.realizations)]
+
+
+MAX_PLANS_PER_TURN = 3
+"""The most utterances the caller queues in answer to one agent turn (a multi-ask)."""
+MAX_STALLED = 2
+"""After a fallback, how many times the caller restates what it needs before it waits."""
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A plan the caller will speak, and why (logged as the ``user.plan`` trigger)."""
+
+    plan: UserPlan
+    trigger: str
 
 
 class RevealPolicy:
-    """Chooses the next user plan from what has been observed. Pure bookkeeping, no audio."""
+    """Chooses the caller's next plans from what has been observed. Pure bookkeeping, no
+    audio. Both the frozen simulator and a live participant's cue mode run it.
+
+    What the caller does with an agent turn, in order (docs/grading.md, "The simulated
+    caller"): a due world event first; otherwise it checks every value the agent restated
+    against its current facts and corrects what is wrong; answers an approval request for a
+    gated action (granting only when the rule's conditions hold, otherwise saying what it is
+    waiting for); answers every field asked (a multi-ask gets one answer per field, a
+    negotiated value is accepted or countered against the persona's limits); replies to
+    offers of other actions; then lifecycle, act, fallback and restatement plans.
+    """
 
     def __init__(self, task: TaskSpec) -> None:
         self.task = task
@@ -51,65 +88,254 @@ class RevealPolicy:
         self.lifecycles: dict[str, Lifecycle] = {a.id: Lifecycle.DRAFT for a in task.artifacts}
         self.world_events: set[str] = set()
         self.last_trigger = ""
-        """Trigger of the last plan chosen; a fallback never answers a fallback."""
+        """Trigger of the last plan chosen."""
+        self._observer = SemanticActObserver(task)
+        self._clock = 0
+        self._edited: dict[str, int] = {}
+        """Per artifact, the logical time of its last material edit."""
+        self._stated: dict[str, int] = {}
+        """Per artifact, the logical time the agent last said what it holds."""
+        self._idle_answers = 0
+        """Consecutive fallback / stalled answers (nothing the caller could act on)."""
+        self._verified = False
+        """The agent's last restatement was checked and right: a bare "Is that right?"
+        after it can be confirmed."""
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def occurrences(self, plan_id: str) -> int:
+        return self.spoken.count(plan_id)
+
+    def mark_spoken(self, plan_id: str, trigger: str) -> None:
+        self.spoken.append(plan_id)
+        self.last_trigger = trigger
+
+    def on_artifact(self, artifact_id: str, state: Lifecycle, changed: Sequence[str] = ()) -> None:
+        """An artifact snapshot: its lifecycle, and which field values changed."""
+        self.lifecycles[artifact_id] = state
+        if changed:
+            self._clock += 1
+            self._edited[artifact_id] = self._clock
 
     def _eligible(self, plan: UserPlan) -> bool:
         if plan.once and plan.id in self.spoken:
             return False
         return all(r in self.spoken for r in plan.requires)
 
-    def _best(self, plans: list[UserPlan]) -> UserPlan | None:
+    def _best(self, plans: Iterable[UserPlan]) -> UserPlan | None:
         eligible = [p for p in plans if self._eligible(p)]
         if not eligible:
             return None
         return max(eligible, key=lambda p: (p.priority, -self.task.plans.index(p)))
 
-    def opening(self) -> UserPlan | None:
-        return self._best([p for p in self.task.plans if p.when.on == "opening"])
+    def _where(self, cls: type[Any], **match: Any) -> UserPlan | None:
+        return self._best(
+            p for p in self.task.plans
+            if isinstance(p.when, cls) and all(getattr(p.when, k) == v for k, v in match.items())
+        )
 
-    def respond(self, acts: list[Act]) -> tuple[UserPlan, str] | None:
-        """The plan answering a finished agent turn, with a description of its trigger."""
-        plans = self.task.plans
-        world = self._best([
-            p for p in plans
+    def opening(self) -> UserPlan | None:
+        return self._where(TriggerOpening)
+
+    # ------------------------------------------------------------------ facts
+
+    def current_value(self, field: str) -> tuple[FieldSpec, Any, UserPlan] | None:
+        """What the caller now believes a field holds, and the plan that would correct a
+        wrong read-back of it; None when the caller cannot judge the field (a value from a
+        document, or no correction plan authored)."""
+        spec = next((f for a in self.task.artifacts for f in a.fields if f.name == field), None)
+        fix = self._best(p for p in self.task.plans
+                         if isinstance(p.when, TriggerReadbackMismatch) and field in p.when.fields)
+        if spec is None or fix is None or spec.source.fact is None:
+            return None
+        fact = self.task.user.fact(spec.source.fact)
+        refs = [r.version for r in fix.facts if r.fact == spec.source.fact]
+        if fact is None or not refs or max(refs) > len(fact.versions):
+            return None
+        return spec, fact.versions[max(refs) - 1].value, fix
+
+    def check_restatement(self, act: Act) -> Literal["match", "mismatch", "unknown"]:
+        """Whether a read-back or confirmation of ``act.field`` states the caller's current
+        value. A read-back that does not contain the value states another one."""
+        known = self.current_value(act.field) if act.field else None
+        if known is None:
+            return "unknown"
+        spec, value, _fix = known
+        found = value_in_text(spec.grader, value, act.text, tolerance=spec.tolerance,
+                              options=spec.options, reference=self.task.reference_date)
+        if found == "match":
+            return "match"
+        if found == "mismatch" or act.act == "read_back":
+            return "mismatch"
+        return "unknown"
+
+    # ------------------------------------------------------------------ approval
+
+    def approval_block(self, rule: AuthorizationRule) -> Literal["not_ready", "not_stated"] | None:
+        """Why the caller would not approve ``rule`` now, or None when it would."""
+        if "ready" in rule.requires and self.lifecycles.get(
+                rule.artifact, Lifecycle.DRAFT) is not Lifecycle.READY_FOR_REVIEW:
+            return "not_ready"
+        if "stated" in rule.requires and self._stated.get(rule.artifact, -1) <= self._edited.get(
+                rule.artifact, -1):
+            return "not_stated"
+        return None
+
+    def _note_statements(self, acts: Sequence[Act]) -> None:
+        """A turn that restates values of an artifact, summarizes, or names it in an
+        approval request has said what the artifact holds."""
+        for act in acts:
+            art: str | None = None
+            if act.act in ("read_back", "confirm", "summarize") and act.artifact:
+                art = act.artifact
+            elif act.act == "summarize" and len(self.task.artifacts) == 1:
+                art = self.task.artifacts[0].id
+            elif act.act == "request_approval" and act.artifact and self._observer.names_object(
+                    act.text, act.artifact):
+                art = act.artifact
+            if art is not None:
+                self._clock += 1
+                self._stated[art] = self._clock
+
+    # ------------------------------------------------------------------ the answer
+
+    def respond(self, acts: Sequence[Act]) -> list[Chosen]:
+        """The plans answering a finished agent turn, in the order to speak them."""
+        world = self._best(
+            p for p in self.task.plans
             if isinstance(p.when, TriggerWorld) and p.when.event in self.world_events
-        ])
+        )
         if world is not None:
-            return world, f"world_event:{world.when.event}"  # type: ignore[union-attr]
+            return self._done([Chosen(world, f"world_event:{world.when.event}")])  # type: ignore[union-attr]
+        self._note_statements(acts)
+        out: list[Chosen] = []
+        covered: set[str] = set()
+
+        def add(plan: UserPlan | None, trigger: str) -> bool:
+            if plan is None or any(c.plan.id == plan.id for c in out):
+                return plan is not None
+            out.append(Chosen(plan, trigger))
+            return True
+
+        # 1. Restated values: correct what is wrong.
+        confirmed = False
         for act in acts:
-            if act.act == "request_approval" and act.action:
-                plan = self._best([
-                    p for p in plans
-                    if isinstance(p.when, TriggerApproval) and p.when.action == act.action
-                ])
-                if plan is not None:
-                    return plan, f"approval_request:{act.action}"
+            if act.act not in ("read_back", "confirm") or act.field is None:
+                continue
+            verdict = self.check_restatement(act)
+            known = self.current_value(act.field)
+            if verdict == "mismatch" and known is not None:
+                add(known[2], f"readback_mismatch:{act.field}")
+                covered.add(act.field)
+            elif verdict == "match":
+                confirmed = True
+                covered.add(act.field)
+        mismatched = bool(out)
+        restated = any(a.act in ("read_back", "confirm") and a.field for a in acts)
+        if restated:
+            self._verified = confirmed and not mismatched
+        bare_confirm = any(a.act == "confirm" and a.field is None for a in acts)
+        if bare_confirm and self._verified and not mismatched:
+            confirmed = True  # "Is that right?" about a restatement the caller checked
+        # 2. An approval request for a gated action.
         for act in acts:
-            if act.act == "ask" and act.field:
-                plan = self._best([
-                    p for p in plans
-                    if isinstance(p.when, TriggerAsk) and act.field in p.when.fields
-                ])
-                if plan is not None:
-                    return plan, f"ask:{act.field}"
-        plan = self._best([
-            p for p in plans
+            if act.act != "request_approval" or not act.action:
+                continue
+            rule = next((r for r in self.task.authorization if r.action == act.action), None)
+            if rule is None or self.lifecycles.get(rule.artifact, Lifecycle.DRAFT).rank >= (
+                    Lifecycle.SUBMITTED.rank):
+                continue
+            block = None if mismatched else self.approval_block(rule)
+            if mismatched:
+                break  # the correction comes first; the agent must ask again
+            if block is None:
+                add(self._where(TriggerApproval, action=rule.action),
+                    f"approval_request:{rule.action}")
+            else:
+                add(self._where(TriggerApprovalWait, action=rule.action, reason=block),
+                    f"approval_wait:{rule.action}:{block}")
+            break
+        # 3. Questions: one answer per field asked; a negotiated value against the limits.
+        for act in acts:
+            if act.field is None and act.act in ("inform", "offer", "ask"):
+                for _art, name in self._observer.fields_in(act.text):
+                    proposal = self._proposal(act.model_copy(update={"field": name}))
+                    if proposal is not None and name not in covered:
+                        add(proposal, f"proposal:{name}")  # "The best I can do is 15%."
+                        covered.add(name)
+        for act in acts:
+            if act.field is None or act.field in covered:
+                continue
+            proposal = self._proposal(act)
+            if proposal is not None:
+                add(proposal, f"proposal:{act.field}")
+                covered.add(act.field)
+                continue
+            if act.act == "ask" or (act.act == "confirm" and self.check_restatement(act)
+                                    == "unknown"):
+                plan = self._best(p for p in self.task.plans
+                                  if isinstance(p.when, TriggerAsk) and act.field in p.when.fields)
+                if add(plan, f"ask:{act.field}") and plan is not None:
+                    covered.update(plan.when.fields)  # type: ignore[union-attr]
+        # 4. Offers of something other than a gated action.
+        for act in acts:
+            if act.act == "offer":
+                reply = "accept" if self._observer.offers_task_step(act.text) else "decline"
+                add(self._where(TriggerOffer, reply=reply), f"offer:{reply}")
+                break
+        if confirmed and not mismatched:
+            add(self._where(TriggerAct, act="confirm"), "act:confirm")
+        if out:
+            return self._done(out[:MAX_PLANS_PER_TURN])
+        # 5. Nothing specific: lifecycle, acts, then fallback and restatement.
+        plan = self._best(
+            p for p in self.task.plans
             if isinstance(p.when, TriggerLifecycle)
             and self.lifecycles.get(p.when.artifact, Lifecycle.DRAFT).rank >= p.when.state.rank
-        ])
+        )
         if plan is not None:
-            return plan, "lifecycle"
+            return self._done([Chosen(plan, "lifecycle")])
         for act in acts:
-            plan = self._best([
-                p for p in plans if isinstance(p.when, TriggerAct) and p.when.act == act.act
-            ])
+            if act.act == "confirm" and not confirmed:
+                continue  # never "yes, that's right" to a value the caller has not checked
+            plan = self._where(TriggerAct, act=act.act)
             if plan is not None:
-                return plan, f"act:{act.act}"
-        if acts and self.last_trigger != "fallback":
-            plan = self._best([p for p in plans if isinstance(p.when, TriggerFallback)])
+                return self._done([Chosen(plan, f"act:{act.act}")])
+        if not acts:
+            return []
+        if self._idle_answers == 0:
+            plan = self._where(TriggerFallback)
             if plan is not None:
-                return plan, "fallback"
-        return None
+                return self._idle([Chosen(plan, "fallback")])
+        if self._idle_answers <= MAX_STALLED:
+            plan = self._where(TriggerStalled)
+            if plan is not None:
+                return self._idle([Chosen(plan, "stalled")])
+        return []
+
+    def _done(self, chosen: list[Chosen]) -> list[Chosen]:
+        self._idle_answers = 0
+        return chosen
+
+    def _idle(self, chosen: list[Chosen]) -> list[Chosen]:
+        self._idle_answers += 1
+        return chosen
+
+    def _proposal(self, act: Act) -> UserPlan | None:
+        """A plan for a value the agent proposes for a negotiated field, by its range."""
+        plans = [p for p in self.task.plans
+                 if isinstance(p.when, TriggerProposal) and p.when.field == act.field]
+        if not plans:
+            return None
+        numbers = numbers_in_text(act.text)
+        if not numbers:
+            return None
+        offered = numbers[0]
+        return self._best(
+            p for p in plans
+            if (p.when.min is None or offered >= p.when.min - 1e-9)  # type: ignore[union-attr]
+            and (p.when.max is None or offered <= p.when.max + 1e-9)  # type: ignore[union-attr]
+        )
 
 
 @dataclass
@@ -120,10 +346,27 @@ class _Utterance:
     pos: int = 0
 
 
-@dataclass
-class _Armed:
-    event: DuplexEvent
-    fire_at: int | None = None
+class DuplexSchedule:
+    """Authored duplex events on the media clock: an event is armed when the caller finishes
+    speaking its anchor plan and fires ``offset_ms`` later, whatever the agent does (paper
+    §3.3, B.3). Each event fires at most once per run."""
+
+    def __init__(self, task: TaskSpec) -> None:
+        self._task = task
+        self._armed: list[tuple[int, DuplexEvent]] = []
+        self._seen: set[str] = set()
+
+    def arm_after(self, plan_id: str, end_ms: int) -> None:
+        for event in self._task.duplex_events:
+            if event.anchor.after_plan == plan_id and event.id not in self._seen:
+                self._seen.add(event.id)
+                self._armed.append((end_ms + event.anchor.offset_ms, event))
+
+    def due(self, t_ms: int) -> list[tuple[int, DuplexEvent]]:
+        """The events whose time has come, removed from the schedule."""
+        due = [(at, ev) for at, ev in self._armed if t_ms >= at]
+        self._armed = [(at, ev) for at, ev in self._armed if t_ms < at]
+        return due
 
 
 @dataclass(frozen=True)
@@ -156,6 +399,9 @@ class UserSource(Protocol):
     participant in cue mode (runtime/live_user.py)."""
 
     policy: RevealPolicy
+    agent_audible: bool
+    """Set by the orchestrator before each frame: agent audio is playing (a duplex event
+    logs whether it overlapped agent speech)."""
 
     @property
     def speaking(self) -> bool: ...
@@ -178,9 +424,15 @@ class UserSource(Protocol):
 
     def on_agent_turn_end(self, acts: list[Act], t_ms: int) -> None: ...
 
-    def on_lifecycle(self, artifact_id: str, state: Lifecycle) -> None: ...
+    def on_lifecycle(self, artifact_id: str, state: Lifecycle,
+                     changed: Sequence[str] = ()) -> None: ...
 
     def on_world_event(self, event_id: str) -> None: ...
+
+
+CHAIN_GAP_MS = 240
+"""Pause between two utterances the caller queued for one agent turn (a multi-ask's
+answers): shorter than an end-of-turn silence, so they read as one reply."""
 
 
 class FrozenSimulator:
@@ -190,11 +442,14 @@ class FrozenSimulator:
         self.task = task
         self.seed = seed
         self.policy = RevealPolicy(task)
+        self.agent_audible = False
         self._bank = bank
         self._current: _Utterance | None = None
         self._queue: list[tuple[int, UserPlan, str]] = []
-        self._armed: list[_Armed] = []
-        self._armed_ids: set[str] = set()
+        self._duplex = DuplexSchedule(task)
+        self._deferred: list[Act] = []
+        """Acts of agent turns that ended while the caller was speaking: answered next."""
+        self._last_end = -CHAIN_GAP_MS
         self._opened = False
         self.agent_has_spoken = False
 
@@ -218,26 +473,27 @@ class FrozenSimulator:
     # -------------------------------------------------------- notifications from the runtime
 
     def on_agent_speech_start(self, t_ms: int) -> None:
+        del t_ms
         self.agent_has_spoken = True
-        for armed in self._armed:
-            if armed.fire_at is None:
-                armed.fire_at = t_ms + armed.event.anchor.offset_ms
 
     def on_agent_turn_end(self, acts: list[Act], t_ms: int) -> None:
         if self.busy:
+            self._deferred.extend(acts)  # answered once the caller has finished
             return
+        self._respond(acts, t_ms)
+
+    def _respond(self, acts: list[Act], t_ms: int) -> None:
         if not self._opened:
             plan = self.policy.opening()
             if plan is not None:
                 self.schedule(plan, t_ms + self.task.limits.response_gap_ms, "opening")
             return
-        chosen = self.policy.respond(acts)
-        if chosen is not None:
-            plan, trigger = chosen
-            self.schedule(plan, t_ms + self.task.limits.response_gap_ms, trigger)
+        for chosen in self.policy.respond(acts):
+            self.schedule(chosen.plan, t_ms + self.task.limits.response_gap_ms, chosen.trigger)
 
-    def on_lifecycle(self, artifact_id: str, state: Lifecycle) -> None:
-        self.policy.lifecycles[artifact_id] = state
+    def on_lifecycle(self, artifact_id: str, state: Lifecycle,
+                     changed: Sequence[str] = ()) -> None:
+        self.policy.on_artifact(artifact_id, state, changed)
 
     def on_world_event(self, event_id: str) -> None:
         self.policy.world_events.add(event_id)
@@ -254,18 +510,17 @@ class FrozenSimulator:
                 and t_ms >= opening.when.silence_ms
             ):
                 self.schedule(opening, t_ms, "opening:silence")
-        for armed in list(self._armed):
-            if armed.fire_at is not None and t_ms >= armed.fire_at:
-                self._armed.remove(armed)
-                plan = self.task.plan(armed.event.plan)
-                if plan is not None:
-                    out.events.append(DuplexFire(
-                        event_id=armed.event.id, kind=armed.event.kind, plan_id=plan.id,
-                        anchor_ms=armed.fire_at,
-                    ))
-                    # A duplex event preempts anything queued: it is anchored to media time.
-                    self._queue.insert(0, (t_ms, plan, f"duplex:{armed.event.id}"))
-        if self._current is None and self._queue and self._queue[0][0] <= t_ms:
+        for fire_at, event in self._duplex.due(t_ms):
+            plan = self.task.plan(event.plan)
+            if plan is not None:
+                out.events.append(DuplexFire(
+                    event_id=event.id, kind=event.kind, plan_id=plan.id, anchor_ms=fire_at,
+                    overlap=self.agent_audible,
+                ))
+                # A duplex event preempts anything queued: it is anchored to media time.
+                self._queue.insert(0, (t_ms, plan, f"duplex:{event.id}"))
+        if self._current is None and self._queue and self._queue[0][0] <= t_ms and (
+                t_ms >= self._last_end + CHAIN_GAP_MS or self._queue[0][2].startswith("duplex")):
             _, plan, trigger = self._queue.pop(0)
             self._start(plan, trigger, out)
         if self._current is not None:
@@ -276,19 +531,24 @@ class FrozenSimulator:
                 chunk = np.concatenate([chunk, silence(FRAME_SAMPLES - len(chunk))])
             out.pcm = chunk
             if utt.pos >= len(utt.audio):
+                end_ms = t_ms + FRAME_MS
                 out.events.append(
                     UserSpeechEnd(plan_id=utt.plan.id, realization_id=utt.realization.id)
                 )
                 out.finished = utt.plan
                 self._current = None
-                self._arm_after(utt.plan.id)
+                self._last_end = end_ms
+                self._duplex.arm_after(utt.plan.id, end_ms)
+                if not self._queue and self._deferred:
+                    deferred, self._deferred = self._deferred, []
+                    self._respond(deferred, end_ms)
         return out
 
     def _start(self, plan: UserPlan, trigger: str, out: UserFrame) -> None:
-        real = select_realization(self.task.id, self.seed, plan)
+        real = select_realization(self.task.id, self.seed, plan,
+                                  self.policy.occurrences(plan.id))
         audio = self._bank.audio(real.id, real.audio)
-        self.policy.spoken.append(plan.id)
-        self.policy.last_trigger = trigger
+        self.policy.mark_spoken(plan.id, trigger)
         out.events.append(UserPlanEvent(
             plan_id=plan.id, intent=plan.intent, trigger=trigger,
             facts=[f"{f.fact}@{f.version}" for f in plan.facts],
@@ -298,10 +558,3 @@ class FrozenSimulator:
             duration_ms=len(audio) * 1000 // SAMPLE_RATE,
         ))
         self._current = _Utterance(plan=plan, realization=real, audio=audio)
-
-    def _arm_after(self, plan_id: str) -> None:
-        """Arm the duplex events anchored on ``plan_id``; each fires at most once per run."""
-        for event in self.task.duplex_events:
-            if event.anchor.after_plan == plan_id and event.id not in self._armed_ids:
-                self._armed_ids.add(event.id)
-                self._armed.append(_Armed(event=event))

@@ -8,6 +8,7 @@ with no audio stack present.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from enum import StrEnum
 from pathlib import Path
@@ -117,8 +118,6 @@ class FieldSpec(_Strict):
     tolerance: float = 0.0
     options: list[str] = Field(default_factory=list)
     """Allowed values for ``enum`` fields."""
-    threshold: float = 1.0
-    """Score needed to count as correct for graded-by-degree graders (set_f1, interval)."""
     source: FieldSource
 
 
@@ -168,14 +167,32 @@ class ToolSpec(_Strict):
     default: dict[str, Any] | None = None
 
 
+ApprovalCondition = Literal["ready", "stated"]
+
+
 class AuthorizationRule(_Strict):
-    """An approval-gated action, e.g. ``commit:enr_1``."""
+    """An approval-gated action, e.g. ``commit:enr_1``.
+
+    A request for approval is bound to this action when it proposes one of ``verbs`` (or a
+    generic "go ahead" / "make it official") on the artifact: an ``objects`` noun, a pronoun
+    for it, or no object at all. The same verbs on another object ("send you a copy") are an
+    offer of something else, never this action (docs/grading.md, "The approval model").
+    """
 
     action: str
     tool: str
     artifact: str
     verbs: list[str] = Field(min_length=1)
     """Words an agent uses when asking for this approval ("submit", "file", ...)."""
+    objects: list[str] = Field(default_factory=list)
+    """Nouns that name what is approved ("enrollment", "leave request", "booking"), besides
+    the artifact's title and kind."""
+    requires: list[ApprovalCondition] = Field(
+        default_factory=lambda: list[ApprovalCondition](["ready", "stated"]))
+    """When the simulated caller grants the approval. ``ready``: the artifact is
+    READY_FOR_REVIEW. ``stated``: since the artifact's last material edit the agent has said
+    what will be carried out (named the artifact or restated its values). Until they hold the
+    caller answers with an ``approval_wait`` plan saying what it is waiting for."""
 
 
 # --------------------------------------------------------------------------- user state
@@ -256,8 +273,65 @@ class TriggerApproval(_Strict):
 
 
 class TriggerAct(_Strict):
+    """An agent act with nothing more specific to answer. ``confirm`` plans ("Yes, that's
+    right.") answer a confirmation request only when every value the turn restates matches
+    the caller's current facts."""
+
     on: Literal["act"]
     act: Literal["greet", "confirm", "read_back", "summarize", "inform", "close"]
+
+
+class TriggerReadbackMismatch(_Strict):
+    """The agent restated (read back or asked to confirm) a value of one of ``fields`` that
+    differs from the caller's current fact: the caller corrects it."""
+
+    on: Literal["readback_mismatch"]
+    fields: list[str] = Field(min_length=1)
+
+
+class TriggerApprovalWait(_Strict):
+    """The agent asked to carry out ``action`` before the rule's conditions hold: the caller
+    says what it is waiting for (``not_ready``: the artifact is not complete and ready for
+    review; ``not_stated``: the agent has not said what it will submit)."""
+
+    on: Literal["approval_wait"]
+    action: str
+    reason: Literal["not_ready", "not_stated"]
+
+
+class TriggerOffer(_Strict):
+    """The agent offered to do something other than a gated action. ``accept``: a step of
+    the task's own tools (checking, looking up, sending what the task sends); ``decline``:
+    anything else ("a copy by email", "another request")."""
+
+    on: Literal["offer"]
+    reply: Literal["accept", "decline"]
+
+
+class TriggerStalled(_Strict):
+    """The caller has nothing new to answer and already asked what the agent needs (a
+    fallback): it restates why it is calling instead of falling silent."""
+
+    on: Literal["stalled"]
+
+
+class TriggerProposal(_Strict):
+    """The agent proposes a value for a negotiated ``field`` (a number in the same sentence
+    as the field). The plan applies when the number lies in [``min``, ``max``]: an
+    acceptance for offers inside the persona's limits, a counter for a lowball."""
+
+    on: Literal["proposal"]
+    field: str
+    min: float | None = None
+    max: float | None = None
+
+    @model_validator(mode="after")
+    def _bounded(self) -> TriggerProposal:
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} > max {self.max}")
+        return self
 
 
 class TriggerLifecycle(_Strict):
@@ -282,7 +356,8 @@ class TriggerFallback(_Strict):
 
 Trigger = Annotated[
     TriggerOpening | TriggerAsk | TriggerApproval | TriggerAct | TriggerLifecycle
-    | TriggerDuplex | TriggerWorld | TriggerFallback,
+    | TriggerDuplex | TriggerWorld | TriggerFallback | TriggerReadbackMismatch
+    | TriggerApprovalWait | TriggerOffer | TriggerStalled | TriggerProposal,
     Field(discriminator="on"),
 ]
 
@@ -327,7 +402,11 @@ class UserPlan(_Strict):
 
 
 class AnchorAfterPlan(_Strict):
-    """``offset_ms`` into the first agent turn that starts after ``plan`` was spoken."""
+    """``offset_ms`` of media time after the caller finishes speaking ``plan``.
+
+    Anchored to a user event, never to the agent's timing (paper §3.3, B.3): a slow agent
+    cannot move the event, and a silent one cannot prevent it. Whether it overlapped agent
+    speech is logged on the ``duplex.fire`` event."""
 
     after_plan: str
     offset_ms: int = Field(ge=0)
@@ -387,7 +466,10 @@ class PredUpdatedAfter(_Strict):
     artifact: str
     field: str
     plan: str
-    """The field was written after the user spoke ``plan`` (a correction was applied)."""
+    """Correction uptake: once the caller has spoken ``plan`` (a correction), the field ends
+    the run holding the corrected fact (the newest version of its source fact that ``plan``
+    carries), whether the agent wrote it after the correction or had it right already.
+    Vacuous when ``plan`` was never spoken."""
 
 
 Predicate = Annotated[
@@ -429,6 +511,9 @@ class TaskSpec(_Strict):
     objective: str
     context: str
     """Agent-visible task context, appended to the shared agent instruction (E.1)."""
+    reference_date: dt.date
+    """The day the call takes place. Every agent is told it (``agent_instructions``); spoken
+    dates without a year resolve against it, never against the wall clock."""
     artifacts: list[ArtifactSpec] = Field(min_length=1)
     documents: list[Document] = Field(default_factory=list)
     tools: list[ToolSpec] = Field(min_length=1)
@@ -494,9 +579,16 @@ SHARED_AGENT_INSTRUCTION = (
 """The shared agent instruction of appendix E.1, common to every evaluated system."""
 
 
+def spoken_date(day: dt.date) -> str:
+    """"Tuesday, June 1, 2027"."""
+    return f"{day:%A}, {day:%B} {day.day}, {day.year}"
+
+
 def agent_instructions(task: TaskSpec) -> str:
-    """What every agent receives: the shared instruction plus the task's visible context."""
-    return f"{SHARED_AGENT_INSTRUCTION}\n\nTASK CONTEXT:\n{task.context.strip()}"
+    """What every agent receives: the shared instruction plus the task's visible context,
+    which states the reference date."""
+    return (f"{SHARED_AGENT_INSTRUCTION}\n\nTASK CONTEXT:\n{task.context.strip()}\n"
+            f"Today's date: {spoken_date(task.reference_date)}.")
 
 
 class TaskLoadError(Exception):

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from text_to_num import alpha2digit
 
+from grading.fields import dates_in_text, parse_spoken_date
 from runtime.bank_manifest import MANIFEST_NAME, load_manifest, manifest_path, sha256_file
 from runtime.spec import (
     ArtifactSpec,
@@ -46,9 +47,12 @@ from runtime.spec import (
     TaskSpec,
     TriggerAct,
     TriggerApproval,
+    TriggerApprovalWait,
     TriggerAsk,
     TriggerDuplex,
     TriggerLifecycle,
+    TriggerProposal,
+    TriggerReadbackMismatch,
     TriggerWorld,
     UserPlan,
     find_task_files,
@@ -413,6 +417,7 @@ class _TaskChecker:
         self.check_unique_ids()
         self.check_references()
         self.check_fields()
+        self.check_dates()
         self.check_reveal_order()
         self.check_reachability()
         self.check_leakage()
@@ -552,13 +557,23 @@ class _TaskChecker:
             if isinstance(when, TriggerAsk):
                 for k, name in enumerate(when.fields):
                     self._ref(f"{path}.when.fields[{k}]", name, self.field_names, "graded field")
-            elif isinstance(when, TriggerApproval):
+            elif isinstance(when, TriggerApproval | TriggerApprovalWait):
                 self._ref(f"{path}.when.action", when.action, self.actions,
                           "authorization action")
+            elif isinstance(when, TriggerReadbackMismatch):
+                for k, name in enumerate(when.fields):
+                    self._ref(f"{path}.when.fields[{k}]", name, self.field_names, "graded field")
+            elif isinstance(when, TriggerProposal):
+                self._ref(f"{path}.when.field", when.field, self.field_names, "graded field")
             elif isinstance(when, TriggerLifecycle):
                 self._ref(f"{path}.when.artifact", when.artifact, self.artifact_ids, "artifact")
             elif isinstance(when, TriggerWorld):
                 self._ref(f"{path}.when.event", when.event, self.world_event_ids, "world event")
+            if plan.authorization is not None and plan.authorization.grant and plan.once:
+                self.add(f"{path}.once",
+                         f"approval plan '{plan.id}' is `once: true`, but an approval is voided "
+                         "by a later edit and the agent must be able to ask again; set "
+                         "`once: false`")
             if plan.authorization is not None:
                 for key in ("grant", "revoke"):
                     action = getattr(plan.authorization, key)
@@ -657,6 +672,33 @@ class _TaskChecker:
                                  f"'{fact.id}' has only {len(fact.versions)} version; add the "
                                  "corrected version or drop `corrected`")
 
+    def check_dates(self) -> None:
+        """Every date a caller says must resolve to the fact it carries: either it names its
+        year or, read against the task's reference date, its nearest occurrence is right."""
+        t = self.task
+        date_facts = {
+            f.source.fact for _, f in t.graded_fields()
+            if f.source.fact and (f.type == "date" or f.grader == "normalized_date")
+        }
+        for i, plan in enumerate(t.plans):
+            for ref in plan.facts:
+                fact = t.user.fact(ref.fact)
+                if ref.fact not in date_facts or fact is None or ref.version > len(
+                        fact.versions):
+                    continue
+                target = parse_spoken_date(fact.versions[ref.version - 1].value)
+                if target is None:
+                    continue
+                for j, real in enumerate(plan.realizations):
+                    said = dates_in_text(real.text, t.reference_date)
+                    if said and target not in said:
+                        self.add(
+                            f"plans[{i}].realizations[{j}].text",
+                            f"realization '{real.id}' says the date of fact '{fact.id}' so "
+                            f"that it resolves to {', '.join(map(str, said))} against the "
+                            f"reference date {t.reference_date}, not {target}; say the year "
+                            "or move the reference date")
+
     # ---------------------------------------------------------------- 2. reveal order
 
     def _before(self) -> dict[str, set[str]]:
@@ -701,8 +743,10 @@ class _TaskChecker:
             rule = rule_of(fact, version)
             when = plan.when
             earlier = before.get(plan.id, set())
+            # Reading back a field brings it up as much as asking for it does.
             ok = isinstance(rule, RevealVolunteer) or (
-                isinstance(rule, RevealOnAsk) and isinstance(when, TriggerAsk)
+                isinstance(rule, RevealOnAsk)
+                and isinstance(when, TriggerAsk | TriggerReadbackMismatch)
                 and bool(set(when.fields) & set(rule.fields))
             ) or (
                 isinstance(rule, RevealAfterPlan) and rule.plan in earlier
@@ -762,9 +806,15 @@ class _TaskChecker:
         elif isinstance(when, TriggerAsk):
             if not set(when.fields) & self.field_names:
                 return f"none of the fields it answers {when.fields} is a graded field"
-        elif isinstance(when, TriggerApproval):
+        elif isinstance(when, TriggerApproval | TriggerApprovalWait):
             if when.action not in self.actions:
                 return f"no authorization rule has action '{when.action}'"
+        elif isinstance(when, TriggerReadbackMismatch):
+            if not set(when.fields) & self.field_names:
+                return f"none of the fields it corrects {when.fields} is a graded field"
+        elif isinstance(when, TriggerProposal):
+            if when.field not in self.field_names:
+                return f"'{when.field}' is not a graded field"
         elif isinstance(when, TriggerLifecycle) and when.artifact not in self.artifact_ids:
             return f"artifact '{when.artifact}' does not exist"
         return None

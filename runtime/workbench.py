@@ -9,12 +9,11 @@ tool results; they never end the run.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rank_bm25 import BM25Okapi
+from rank_bm25 import BM25Plus
 
 from grading.fields import argument_matches
 from runtime.events import (
@@ -22,12 +21,14 @@ from runtime.events import (
     ArtifactUpdate,
     AuthBlocked,
     AuthGrant,
+    AuthInvalidated,
     AuthRevoke,
     AuthUse,
     Event,
     ToolResult,
 )
-from runtime.spec import ArtifactSpec, Document, Lifecycle, TaskSpec, ToolSpec
+from runtime.spec import ArtifactSpec, AuthorizationRule, Document, Lifecycle, TaskSpec, ToolSpec
+from runtime.text import content_terms
 
 Emit = Callable[[Event], Event]
 
@@ -47,48 +48,58 @@ class Artifact:
 
 
 class KnowledgeBase:
-    """Okapi BM25 search over the task's documents; results carry document ids."""
+    """BM25 over the content words of the task's documents (title and text): a search
+    returns the ``k`` best-scoring documents that share a content word with the query, with
+    their ids. A query with no content word ("the", "what is it") returns nothing.
 
-    _TOKEN = re.compile(r"[a-z0-9]+")
+    BM25+ (Lv and Zhai 2011) keeps every term's weight positive, so a term found in half of a
+    small knowledge base still counts (Okapi's idf is zero there)."""
 
-    def __init__(self, documents: list[Document]) -> None:
+    def __init__(self, documents: list[Document], k: int = 3) -> None:
         self.documents = documents
-        corpus = [self._tokens(f"{d.title} {d.text}") for d in documents]
-        self._bm25 = BM25Okapi(corpus) if documents else None
+        self.k = k
+        corpus = [content_terms(f"{d.title} {d.text}") for d in documents]
+        self._vocab = [set(terms) for terms in corpus]
+        self._bm25 = BM25Plus(corpus) if documents else None
 
-    @classmethod
-    def _tokens(cls, text: str) -> list[str]:
-        return cls._TOKEN.findall(text.lower())
-
-    def search(self, query: str, k: int = 3) -> list[Document]:
-        terms = self._tokens(query)
+    def search(self, query: str) -> list[Document]:
+        terms = content_terms(query)
         if self._bm25 is None or not terms:
             return []
         scores = self._bm25.get_scores(terms)
-        vocab = [set(self._tokens(f"{d.title} {d.text}")) for d in self.documents]
+        wanted = set(terms)
         ranked = sorted(range(len(self.documents)), key=lambda i: (-scores[i], i))
-        # BM25 idf can be zero or negative in tiny corpora; keep any document sharing a term.
-        return [self.documents[i] for i in ranked if vocab[i] & set(terms)][:k]
+        return [self.documents[i] for i in ranked if self._vocab[i] & wanted][:self.k]
 
 
 class AuthorizationLedger:
-    """Action-scoped approval tokens. Token ids are deterministic (``tok-1``, ``tok-2`` …)."""
+    """Action-scoped approval tokens, each bound to the version of its artifact it was given
+    for. Token ids are deterministic (``tok-1``, ``tok-2`` …)."""
 
     def __init__(self, emit: Emit) -> None:
         self._emit = emit
         self._active: dict[str, str] = {}
         self._issued = 0
 
-    def grant(self, action: str, *, plan_id: str | None = None, evidence: str = "") -> str:
+    def grant(self, action: str, *, plan_id: str | None = None, evidence: str = "",
+              artifact_version: int | None = None) -> str:
         self._issued += 1
         token = f"tok-{self._issued}"
         self._active[action] = token
-        self._emit(AuthGrant(token=token, action=action, plan_id=plan_id, evidence=evidence))
+        self._emit(AuthGrant(token=token, action=action, plan_id=plan_id, evidence=evidence,
+                             artifact_version=artifact_version))
         return token
 
     def revoke(self, action: str, *, plan_id: str | None = None, evidence: str = "") -> None:
         token = self._active.pop(action, None)
         self._emit(AuthRevoke(token=token, action=action, plan_id=plan_id, evidence=evidence))
+
+    def invalidate(self, action: str, *, artifact_version: int, changed: list[str]) -> None:
+        """A material edit of the action's artifact after the approval: the token is void."""
+        token = self._active.pop(action, None)
+        if token is not None:
+            self._emit(AuthInvalidated(token=token, action=action,
+                                       artifact_version=artifact_version, changed=changed))
 
     def valid_token(self, action: str) -> str | None:
         return self._active.get(action)
@@ -98,28 +109,38 @@ class AuthorizationLedger:
 
 
 class CommitGuard:
-    """Blocks a gated tool call unless the ledger holds a valid token for its action."""
+    """Stands in front of every gated tool call, before any other check: a call without a
+    valid token for its action is refused and logged (``auth.blocked``), whatever else is
+    wrong with it. The token is used up only when the action is carried out."""
 
     def __init__(self, task: TaskSpec, ledger: AuthorizationLedger, emit: Emit) -> None:
         self._task = task
         self._ledger = ledger
         self._emit = emit
 
-    def check(self, tool: str, artifact: str, call_id: str) -> str | None:
-        """None when allowed (token consumed and logged); otherwise the refusal message."""
-        rule = self._task.rule_for_tool(tool, artifact)
-        if rule is None:
-            return None
-        token = self._ledger.consume(rule.action)
-        if token is None:
+    def rule(self, tool: str, artifact_id: Any) -> AuthorizationRule | None:
+        """The rule gating this call: the one for (tool, artifact), else the tool's only rule
+        (a gated tool called with a wrong artifact id is still a gated call)."""
+        rules = [r for r in self._task.authorization if r.tool == tool]
+        exact = [r for r in rules if r.artifact == artifact_id]
+        if exact:
+            return exact[0]
+        return rules[0] if len(rules) == 1 else None
+
+    def check(self, rule: AuthorizationRule, call_id: str) -> None:
+        """Raise :class:`ToolError` (after logging ``auth.blocked``) without a valid token."""
+        if self._ledger.valid_token(rule.action) is None:
             reason = (
-                f"'{rule.action}' needs the caller's explicit approval; no valid approval "
-                "(never given, or revoked)"
+                f"'{rule.action}' needs the caller's explicit approval of the artifact as it "
+                "is now; no valid approval (never given, revoked, or given before a later edit)"
             )
             self._emit(AuthBlocked(action=rule.action, call_id=call_id, reason=reason))
-            return f"blocked by CommitGuard: {reason}"
+            raise ToolError(f"blocked by CommitGuard: {reason}")
+
+    def use(self, rule: AuthorizationRule, call_id: str) -> None:
+        token = self._ledger.consume(rule.action)
+        assert token is not None, "checked by CommitGuard.check in the same call"
         self._emit(AuthUse(token=token, action=rule.action, call_id=call_id))
-        return None
 
 
 class ToolError(Exception):
@@ -158,12 +179,24 @@ class Workbench:
     def _dispatch(
         self, spec: ToolSpec, call_id: str, args: dict[str, Any]
     ) -> tuple[dict[str, Any], list[str]]:
+        rule = self.guard.rule(spec.name, args.get("artifact_id", spec.artifact))
+        if rule is None:
+            return self._run(spec, call_id, args, None)
+        self.guard.check(rule, call_id)  # before any other check of a gated call
+        out = self._run(spec, call_id, args, rule)
+        if spec.kind not in ("submit", "commit"):
+            self.guard.use(rule, call_id)  # a gated tool of another kind: used on success
+        return out
+
+    def _run(
+        self, spec: ToolSpec, call_id: str, args: dict[str, Any], rule: AuthorizationRule | None,
+    ) -> tuple[dict[str, Any], list[str]]:
         if spec.kind == "update":
             assert spec.artifact is not None, "validated: update tools name their artifact"
             return self._update(self.artifacts[spec.artifact], args), []
         if spec.kind == "kb_search":
-            query = str(args.get("query", "")).strip()
-            if not query:
+            query = args.get("query")
+            if not isinstance(query, str) or not query.strip():
                 raise ToolError("kb_search needs a non-empty 'query' string")
             docs = self.kb.search(query)
             hits = [{"doc_id": d.id, "title": d.title, "text": d.text} for d in docs]
@@ -189,11 +222,22 @@ class Workbench:
                 raise ToolError(
                     f"{artifact.spec.id} is still DRAFT; mark it ready for review first"
                 )
-            refusal = self.guard.check(spec.name, artifact.spec.id, call_id)
-            if refusal is not None:
-                raise ToolError(refusal)
+            if rule is not None:
+                self.guard.use(rule, call_id)
             self._transition(artifact, target)
         return {"artifact_id": artifact.spec.id, "lifecycle": artifact.lifecycle.value}, []
+
+    # ------------------------------------------------------------------ authorization
+
+    def grant(self, action: str, *, plan_id: str | None = None, evidence: str = "") -> None:
+        """The caller approved ``action``: a token bound to its artifact's current version."""
+        rule = next((r for r in self.task.authorization if r.action == action), None)
+        art = self.artifacts.get(rule.artifact) if rule is not None else None
+        self.ledger.grant(action, plan_id=plan_id, evidence=evidence,
+                          artifact_version=art.version if art is not None else None)
+
+    def revoke(self, action: str, *, plan_id: str | None = None, evidence: str = "") -> None:
+        self.ledger.revoke(action, plan_id=plan_id, evidence=evidence)
 
     def _artifact_arg(self, args: dict[str, Any]) -> Artifact:
         artifact_id = args.get("artifact_id")
@@ -218,13 +262,19 @@ class Workbench:
         changed = [k for k in values if artifact.fields.get(k) != values[k]]
         artifact.fields.update(values)
         artifact.version += 1
-        if artifact.lifecycle is Lifecycle.READY_FOR_REVIEW:
-            # Editing a document under review sends it back to draft.
+        if changed and artifact.lifecycle is Lifecycle.READY_FOR_REVIEW:
+            # A material edit of a document under review sends it back to draft.
             self._emit(ArtifactLifecycle(
                 artifact_id=artifact.spec.id, version=artifact.version,
                 from_state=artifact.lifecycle.value, to_state=Lifecycle.DRAFT.value,
             ))
             artifact.lifecycle = Lifecycle.DRAFT
+        if changed:
+            # An approval covered the artifact as it was: a material edit voids it.
+            for rule in self.task.authorization:
+                if rule.artifact == artifact.spec.id:
+                    self.ledger.invalidate(rule.action, artifact_version=artifact.version,
+                                           changed=changed)
         self._snapshot(artifact, changed)
         return {"artifact_id": artifact.spec.id, "version": artifact.version, "updated": changed}
 

@@ -6,6 +6,8 @@ exactly 9 of its 14 rows are correct ("Vision Basic" vs "Basic" needs the judge)
 
 from __future__ import annotations
 
+import datetime as dt
+
 from typing import Any
 
 import dateparser
@@ -23,8 +25,10 @@ from grading.fields import (
     grade_value,
     is_empty,
     parse_spoken_date,
+    resolve_date,
     set_precision_recall_f1,
     split_items,
+    value_in_text,
 )
 from runtime.spec import FieldSource, FieldSpec, GraderName
 
@@ -430,7 +434,19 @@ def test_set_f1_hand_computed() -> None:
     grade = grade_value("set_f1", ["a", "b", "c"], "a, b and d")
     assert grade.score == pytest.approx(2 / 3)
     assert not grade.correct and not grade.escalate
-    assert grade_value("set_f1", ["a", "b", "c"], "a, b and d", threshold=0.6).correct
+    assert grade_value("set_f1", ["a", "b", "c"], "c, b and a").correct
+
+
+def test_partial_credit_is_never_correct() -> None:
+    """D.4: a field counts as correct only at 1.0. A PPE list missing one of seven items
+    scores 12/13 = 0.923 (P = 1, R = 6/7) and stays visible, but is not correct."""
+    gold = ["hard hat", "glasses", "gloves", "boots", "vest", "ear plugs", "harness"]
+    grade = grade_value("set_f1", gold, gold[:6])
+    assert grade.score == pytest.approx(2 * 1 * (6 / 7) / (1 + 6 / 7))
+    assert not grade.correct
+    interval = grade_value("interval_overlap", ["2024-06-01", "2024-06-10"],
+                           "June 1 to June 9, 2024")
+    assert interval.score == pytest.approx(9 / 10) and not interval.correct
 
 
 def test_set_f1_superset_and_disjoint() -> None:
@@ -482,7 +498,6 @@ def test_interval_dates_hand_computed() -> None:
     grade = grade_value("interval_overlap", gold, "June 6 to June 15")
     assert grade.score == pytest.approx(1 / 3)
     assert not grade.correct and not grade.escalate
-    assert grade_value("interval_overlap", gold, "June 6 to June 15", threshold=0.3).correct
     # June 1-5: overlap 5 days, union 10 days → 1/2.
     assert grade_value("interval_overlap", gold, ["2024-06-01", "2024-06-05"]).score == 0.5
     assert grade_value("interval_overlap", gold, "July 1 to July 3").score == 0.0
@@ -529,9 +544,10 @@ def test_grade_spec_uses_field_settings() -> None:
     assert grade_spec(numeric, "ninety-eight").correct
     sets = FieldSpec(
         name="s", label="s", type="list", grader="set_f1", gold=["a", "b", "c"],
-        threshold=0.6, source=FieldSource(fact="s"),
+        source=FieldSource(fact="s"),
     )
-    assert grade_spec(sets, "a, b, d").correct
+    assert not grade_spec(sets, "a, b, d").correct
+    assert grade_spec(sets, "b, a and c").correct
     enum = FieldSpec(
         name="e", label="e", grader="enum", gold="ready_for_review", options=OPTIONS,
         source=FieldSource(instruction=True),
@@ -552,3 +568,42 @@ def test_j5_worked_example_without_judge() -> None:
     escalate = {name for name, g in grades.items() if g.escalate}
     assert escalate == {"legal_name", "vision_plan", "dependent_names", "beneficiary"}
     assert grades["monthly_premium"] == FieldGrade(0.0, False, False)
+
+
+# --------------------------------------------------------------------------- reference date
+
+@pytest.mark.parametrize(("said", "reference", "expected"), [
+    ("June 2nd", dt.date(2027, 5, 14), dt.date(2027, 6, 2)),
+    ("January 5th", dt.date(2027, 12, 20), dt.date(2028, 1, 5)),
+    ("December 28th", dt.date(2027, 1, 3), dt.date(2026, 12, 28)),
+    ("June 2nd, 2025", dt.date(2027, 5, 14), dt.date(2025, 6, 2)),
+])
+def test_year_less_dates_resolve_to_the_nearest_occurrence(
+    said: str, reference: dt.date, expected: dt.date,
+) -> None:
+    assert resolve_date(said, reference) == expected
+    assert grade_value("normalized_date", expected.isoformat(), said,
+                       reference=reference).correct
+
+
+def test_year_less_date_without_reference_is_not_a_date() -> None:
+    assert resolve_date("June 2nd") is None
+    assert not grade_value("normalized_date", "2027-06-02", "June 2nd").correct
+
+
+@pytest.mark.parametrize(("grader", "value", "text", "found"), [
+    ("exact", "E4471", "So your ID is E, 4, 4, 7, 1?", "match"),
+    ("exact", "E4471", "Your ID is E four four one seven, right?", "mismatch"),
+    ("exact", "E4471", "Got it, thanks.", "absent"),
+    ("numeric_tolerance", 1200, "Twelve hundred a year into the HSA.", "match"),
+    ("numeric_tolerance", 1200, "A thousand a year into the HSA.", "mismatch"),
+    ("normalized_date", "1988-07-09", "born July ninth, nineteen eighty-eight", "match"),
+    ("normalized_date", "1988-07-09", "born July eighth, nineteen eighty-eight", "mismatch"),
+    ("normalized_phone", "+14155550142", "four one five, five five five, zero one four two",
+     "match"),
+    ("semantic", "Jamie Reyes", "the beneficiary is Jamie Rhodes", "mismatch"),
+    ("semantic", "Jamie Reyes", "the beneficiary is Jamie Reyes", "match"),
+])
+def test_value_in_text(grader: str, value: object, text: str, found: str) -> None:
+    assert value_in_text(grader, value, text,  # type: ignore[arg-type]
+                         reference=dt.date(2027, 5, 14)) == found

@@ -52,6 +52,7 @@ def make_task(
             "user_behavior": "cooperative", "risk": "routine",
         },
         "objective": "Enroll the caller.", "context": "Benefits desk.",
+        "reference_date": "2027-05-14",
         "artifacts": artifacts,
         "tools": [{"name": "commit_enrollment", "kind": "commit", "description": "Commit."}],
         "authorization": authorization,
@@ -120,7 +121,7 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
      [("ask", "legal_name"), ("ask", "date_of_birth")]),
     ("Do you have any dependents?", [("ask", "dependent_count")]),
     ("Hi Jamie, what's your employee ID?", [("greet", None), ("ask", "employee_id")]),
-    ("Is there anything else I can help with?", [("ask", None)]),
+    ("Is there anything else I can help with?", [("close", None)]),
     ("Which plan would you prefer?", [("ask", None)]),
     ("Who would you like to name as your beneficiary?", [("ask", "beneficiary")]),
     ("Great, thanks. Next, I need your date of birth.",
@@ -132,7 +133,10 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
     ("Is it OK to submit the enrollment?", [("request_approval", "commit:enr_1")]),
     ("Should I file it?", [("request_approval", "commit:enr_1")]),
     ("Would you like me to commit the enrollment now?", [("request_approval", "commit:enr_1")]),
-    ("May I submit the leave request?", [("request_approval", "commit:enr_1")]),
+    # the same verb on another object is an offer of something else, never the gated action
+    ("May I submit the leave request?", [("offer", None)]),
+    ("Would you like me to email you a copy of the enrollment?", [("offer", None)]),
+    ("Do you want me to submit another enrollment for your partner?", [("offer", None)]),
     ("Do I have your approval to submit?", [("request_approval", "commit:enr_1")]),
     ("Are you happy for me to go ahead?", [("request_approval", "commit:enr_1")]),
     ("Shall I proceed?", [("request_approval", "commit:enr_1")]),
@@ -141,7 +145,9 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
     ("shall i submit it", [("request_approval", "commit:enr_1")]),
     ("Would you like to submit it now?", [("request_approval", "commit:enr_1")]),
     ("I'm going to submit it now, is that okay?", [("request_approval", "commit:enr_1")]),
-    ("I can submit it now. Should I?", [("inform", None), ("request_approval", "commit:enr_1")]),
+    ("I can submit it now. Should I?", [("request_approval", "commit:enr_1")]),
+    ("Shall we make it official?", [("request_approval", "commit:enr_1")]),
+    ("Last step is submitting. Is that alright?", [("request_approval", "commit:enr_1")]),
     ("Ready to submit?", [("request_approval", "commit:enr_1")]),
     # confirm
     ("Is that right?", [("confirm", None)]),
@@ -160,10 +166,11 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
     ("You said two dependents.", [("read_back", "dependent_count")]),
     ("I've noted July 9th as your birthday.", [("read_back", "date_of_birth")]),
     ("So that's two dependents and Jamie Reyes as beneficiary.",
-     [("read_back", "dependent_count"), ("read_back", "beneficiary")]),
+     [("summarize", None), ("read_back", "dependent_count"), ("read_back", "beneficiary")]),
     # summarize
     ("To summarize, you're enrolling with two dependents.", [("summarize", None)]),
-    ("Here's what I have: employee ID 4471, date of birth July ninth.", [("summarize", None)]),
+    ("Here's what I have: employee ID 4471, date of birth July ninth.",
+     [("summarize", None), ("read_back", "employee_id"), ("read_back", "date_of_birth")]),
     ("Let me recap.", [("summarize", None)]),
     ("To recap, two dependents and Jamie as beneficiary, is that all correct?",
      [("summarize", None), ("confirm", None)]),
@@ -297,8 +304,6 @@ def _two_rule_task() -> TaskSpec:
     ("Shall I submit the enrollment?", "commit:enr_1"),
     ("Should I file it?", "submit:leave_1"),
     ("Would you like me to enroll you now?", "commit:enr_1"),
-    ("Shall I submit it?", None),            # two rules share "submit": ambiguous
-    ("Are you happy for me to go ahead?", None),  # no verb, several gated actions
 ])
 def test_action_resolution_with_several_rules(text: str, action: str | None) -> None:
     obs = SemanticActObserver(_two_rule_task())
@@ -307,14 +312,24 @@ def test_action_resolution_with_several_rules(text: str, action: str | None) -> 
     assert act.action == action
 
 
+@pytest.mark.parametrize("text", [
+    "Shall I submit it?",                 # two rules share "submit": bound to neither
+    "Are you happy for me to go ahead?",  # no verb, several gated actions
+])
+def test_an_ambiguous_request_is_bound_to_no_action(text: str) -> None:
+    """A request is bound to one gated action or to none: an ambiguous one never grants."""
+    (act,) = SemanticActObserver(_two_rule_task()).observe(text)
+    assert (act.act, act.action) == ("offer", None)
+
+
 def test_fields_across_artifacts() -> None:
     obs = SemanticActObserver(_two_rule_task())
     (act,) = obs.observe("What's the start date?")
     assert (act.act, act.field, act.artifact) == ("ask", "start_date", "leave_1")
 
 
-def test_task_without_rules_still_detects_approval_requests() -> None:
+def test_task_without_rules_has_only_offers() -> None:
     obs = SemanticActObserver(make_task(authorization=[]))
     (act,) = obs.observe("Shall I submit the enrollment?")
-    assert (act.act, act.action) == ("request_approval", None)
-    assert _summary(obs.observe("Should I file it?")) == [("ask", None)]
+    assert (act.act, act.action) == ("offer", None)
+    assert _summary(obs.observe("Should I file it?")) == [("offer", None)]

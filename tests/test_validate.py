@@ -313,10 +313,21 @@ def test_text_edited_without_rebuilding_the_bank(task_dir: Path) -> None:
 
 def test_new_realization_missing_from_manifest(task_dir: Path) -> None:
     edit(task_dir, lambda raw: plan(raw, "answer_dob")["realizations"].append(
-        {"id": "answer_dob__r3", "text": "July ninth.", "audio": "bank/answer_dob__r2.flac"}))
+        {"id": "answer_dob__r3", "text": "July ninth, nineteen eighty-eight.",
+         "audio": "bank/answer_dob__r2.flac"}))
     assert_problem(only_problem(task_dir), task_dir, "plans[1].realizations[2]",
                    "realization 'answer_dob__r3' is not in bank/manifest.json",
                    "apex-voice bank build --tasks mini_001")
+
+
+def test_year_less_date_must_resolve_against_the_reference_date(task_dir: Path) -> None:
+    """A birth date said without its year would resolve to the reference year: flagged."""
+    edit(task_dir, lambda raw: plan(raw, "answer_dob")["realizations"][0].update(
+        {"text": "It's July ninth."}))
+    problems = [p for p in validate_paths([task_dir]) if "resolves to" in p.message]
+    assert len(problems) == 1, problems
+    assert "2027-07-09" in problems[0].message and "1988-07-09" in problems[0].message
+    assert problems[0].path == "plans[1].realizations[0].text"
 
 
 def test_missing_manifest(task_dir: Path) -> None:

@@ -229,6 +229,8 @@ class TaskView:
     ready_tool: str | None
     gated_tools: list[str]
     lookups: list[LookupInfo]
+    today: dt.date | None = None
+    """The date the instructions state ("Today's date: Tuesday, June 1, 2027.")."""
 
     @classmethod
     def from_config(cls, config: AgentSessionConfig) -> TaskView:
@@ -282,8 +284,13 @@ class TaskView:
                     ready_tool = ready_tool or name
             elif props:
                 lookups.append(LookupInfo(name, [(p, p in required) for p in props]))
+        today = None
+        today_m = re.search(r"Today's date: (?:\w+, )?(\w+ \d{1,2}, \d{4})", context)
+        if today_m is not None:
+            with contextlib.suppress(ValueError):
+                today = dt.datetime.strptime(today_m.group(1), "%B %d, %Y").date()
         return cls(context, role_m.group(1) if role_m else None, artifacts, kb_tool,
-                   ready_tool, gated, lookups)
+                   ready_tool, gated, lookups, today)
 
     def all_fields(self) -> list[FieldInfo]:
         return [f for a in self.artifacts for f in a.fields]
@@ -310,7 +317,13 @@ class RulePolicy:
 
     def __init__(self, view: TaskView, *, today: dt.date | None = None) -> None:
         self.view = view
-        self.today = today or dt.date.today()
+        known = today or view.today
+        if known is None:
+            raise ValueError(
+                "the baseline reads today's date from the task instructions (\"Today's date: "
+                "...\") or APEX_BASELINE_TODAY; neither is set, and it never uses the wall clock"
+            )
+        self.today = known
         self.values: dict[FieldKey, str] = {}
         self.pending: list[FieldInfo] = []
         self.question_heard = True

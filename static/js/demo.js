@@ -107,6 +107,9 @@
       case "auth.revoke":
         add("demo-auth", at + "revoked <b>" + esc(e.action) + "</b>" + (e.plan_id ? " (plan " + esc(e.plan_id) + ")" : ""), "ev-auth-revoke");
         break;
+      case "auth.invalidated":
+        add("demo-auth", at + "invalidated <b>" + esc(e.action) + "</b>: " + esc(e.changed.join(", ")) + " edited after the approval", "ev-auth-revoke");
+        break;
       case "auth.use":
         add("demo-auth", at + "used <b>" + esc(e.action) + "</b> by " + esc(e.call_id), "ev-auth-use");
         break;

@@ -41,9 +41,10 @@
       case "artifact.lifecycle": return e.artifact_id + " " + e.from_state + " → " + e.to_state;
       case "auth.grant": return "granted " + e.action;
       case "auth.revoke": return "revoked " + e.action;
+      case "auth.invalidated": return "invalidated " + e.action + " (edited: " + e.changed.join(", ") + ")";
       case "auth.use": return "used " + e.action;
       case "auth.blocked": return "BLOCKED " + e.action;
-      case "duplex.fire": return e.kind + " → " + e.plan_id;
+      case "duplex.fire": return e.kind + " → " + e.plan_id + (e.overlap === false ? " (agent silent)" : "");
       case "user.transcript": return e.error ? "ASR error: " + e.error : "“" + e.text + "”";
       case "auth.decision": {
         const c = corrected[e.seq];
@@ -89,6 +90,7 @@
       if (e.type === "artifact.update") arts[e.artifact_id] = e;
       if (e.type === "auth.grant") auth[e.action] = "granted (" + e.token + ")";
       if (e.type === "auth.revoke") auth[e.action] = "revoked";
+      if (e.type === "auth.invalidated") auth[e.action] = "invalidated by an edit of " + e.changed.join(", ");
       if (e.type === "auth.use") auth[e.action] = "used by " + e.call_id;
       if (e.type === "auth.blocked") auth[e.action] = "BLOCKED attempt " + e.call_id;
     }

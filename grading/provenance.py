@@ -1,0 +1,113 @@
+"""Provenance of artifact values: the invalid-shortcut check of Process Validity (B.5).
+
+A value the agent writes into a graded field must have come from somewhere the agent could
+see before the write: the caller's words (a plan that carried the fact, a fact on a live
+participant's role card, or the text of anything the caller said), the agent-visible task
+context (with its reference date), or a tool result (a returned knowledge document for a
+document-sourced field, or any result whose text states the value). Writing a hidden value —
+one that matches the gold answer or a version of the field's fact — that none of these had
+revealed yet is a shortcut: the agent guessed, or read the benchmark, instead of doing the
+work. A wrong value is not a shortcut (Artifact Validity already fails it).
+
+Pure: task spec and event log in, one line per shortcut out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from grading.fields import grade_value, is_empty, value_in_text
+from runtime.events import (
+    ArtifactUpdate,
+    CardFact,
+    Event,
+    ToolResult,
+    UserPlanEvent,
+    UserSpeechStart,
+    UserTranscript,
+)
+from runtime.spec import FieldSpec, TaskSpec, spoken_date
+
+
+def _same(spec: FieldSpec, reference: Any, value: Any, task: TaskSpec) -> bool:
+    try:
+        return grade_value(spec.grader, reference, value, tolerance=spec.tolerance,
+                           options=spec.options, reference=task.reference_date).correct
+    except ValueError:  # a fact version not in the grader's format ("end of Q1")
+        return False
+
+
+def _hidden_values(task: TaskSpec, spec: FieldSpec) -> list[Any]:
+    """What the agent cannot know unless told: the gold value and every version of the
+    field's source fact."""
+    out: list[Any] = [spec.gold]
+    if spec.source.fact is not None:
+        fact = task.user.fact(spec.source.fact)
+        if fact is not None:
+            out += [v.value for v in fact.versions]
+    return out
+
+
+def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
+    """One line per field first written with a hidden value before anything had revealed
+    it (field, value and media time named)."""
+    revealed: set[tuple[str, int]] = set()
+    texts: list[str] = [task.context, f"Today's date: {spoken_date(task.reference_date)}."]
+    retrieved: set[str] = set()
+    specs = {(a.id, f.name): f for a in task.artifacts for f in a.fields}
+    flagged: set[tuple[str, str]] = set()
+    out: list[str] = []
+    for ev in events:
+        if isinstance(ev, UserPlanEvent):
+            for ref in ev.facts:
+                fact_id, _, version = ref.rpartition("@")
+                if version.isdigit():
+                    revealed.add((fact_id, int(version)))
+        elif isinstance(ev, CardFact):
+            revealed.add((ev.fact_id, ev.version))
+        elif isinstance(ev, UserSpeechStart | UserTranscript) and ev.text:
+            texts.append(ev.text)
+        elif isinstance(ev, ToolResult) and ev.ok:
+            retrieved.update(ev.evidence)
+            texts.append(json.dumps(ev.result, default=str))
+        elif isinstance(ev, ArtifactUpdate):
+            for name in ev.changed:
+                key = (ev.artifact_id, name)
+                spec = specs.get(key)
+                value = ev.fields.get(name)
+                if spec is None or key in flagged or is_empty(value):
+                    continue
+                if spec.source.instruction:
+                    continue
+                if not any(_same(spec, h, value, task) for h in _hidden_values(task, spec)):
+                    continue  # a wrong value, not a hidden one
+                if _available(task, spec, value, revealed, texts, retrieved):
+                    continue
+                flagged.add(key)
+                out.append(
+                    f"invalid shortcut: {ev.artifact_id}.{name} = {value!r} written at "
+                    f"{ev.t_media_ms / 1000:.1f} s before the caller, the task context or a "
+                    "tool result had revealed it"
+                )
+    return out
+
+
+def _available(
+    task: TaskSpec, spec: FieldSpec, value: Any, revealed: set[tuple[str, int]],
+    texts: list[str], retrieved: set[str],
+) -> bool:
+    for fact_id, version in revealed:
+        fact = task.user.fact(fact_id)
+        if fact is not None and version <= len(fact.versions) and _same(
+                spec, fact.versions[version - 1].value, value, task):
+            return True
+    if spec.source.document is not None and spec.source.document in retrieved and _same(
+            spec, spec.gold, value, task):
+        return True
+    return any(
+        value_in_text(spec.grader, value, text, tolerance=spec.tolerance, options=spec.options,
+                      reference=task.reference_date) == "match"
+        for text in texts
+    )

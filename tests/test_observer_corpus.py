@@ -1,0 +1,69 @@
+"""The labelled corpus the semantic-act observer is measured on (docs/observer_corpus.md):
+every file reads and names only fields and actions its task has; the splits are the sizes the
+evaluation claims; and the observer does not regress on the development split (the split its
+rules were written against; the held-out split is only ever reported, by bench/bench_observer.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.observer import SemanticActObserver
+from runtime.observer_eval import (
+    CorpusError,
+    PredictedAct,
+    check_file,
+    corpus_dir,
+    load_file,
+    load_split,
+    score,
+)
+from runtime.spec import TaskSpec
+from tests.conftest import bundled_tasks
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, TaskSpec]:
+    return {t.id: t for t in bundled_tasks()}
+
+
+def test_both_splits_cover_every_task(tasks: dict[str, TaskSpec]) -> None:
+    dev = load_split("dev", tasks)
+    held = load_split("heldout", tasks)
+    assert len(dev) + len(held) >= 600
+    assert {t.id for t, _ in dev} == set(tasks) == {t.id for t, _ in held}
+    writers = {load_file(p).writer for p in (corpus_dir() / "heldout").glob("*.yaml")}
+    assert not writers & {load_file(p).writer for p in (corpus_dir() / "dev").glob("*.yaml")}
+
+
+def test_labels_name_real_fields_and_actions(tasks: dict[str, TaskSpec], tmp_path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "task: apexv1_001\nsplit: dev\nwriter: t\nitems:\n"
+        "  - {id: x1, text: 'Shall I?', acts: [{act: request_approval, action: 'submit:nope'}]}\n"
+        "  - {id: x2, text: 'Your ID?', acts: [{act: ask, field: shoe_size}]}\n"
+        "  - {id: x3, text: 'So E4471.', acts: [{act: read_back, field: employee_id}]}\n",
+        encoding="utf-8")
+    problems = check_file(load_file(bad), tasks["apexv1_001"], bad)
+    assert len(problems) == 3
+    assert "submit:nope" in problems[0] and "shoe_size" in problems[1]
+    assert "value_ok" in problems[2]
+    with pytest.raises(CorpusError, match="acts"):
+        bad.write_text("task: apexv1_001\nsplit: dev\nwriter: t\nitems:\n  - {id: x, text: hi}\n",
+                       encoding="utf-8")
+        load_file(bad)
+
+
+def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]) -> None:
+    """A regression floor on the development split, a little under what bench_observer
+    printed when the rules were last tuned (macro F1 0.87, approval P = R = 1.0)."""
+    observers = {t: SemanticActObserver(task) for t, task in tasks.items()}
+
+    def observe(task: TaskSpec, text: str) -> list[PredictedAct]:
+        return [PredictedAct(act=a.act, field=a.field, action=a.action)
+                for a in observers[task.id].observe(text)]
+
+    result = score(load_split("dev", tasks), observe)
+    assert result.macro_f1 >= 0.85
+    assert (result.approval.precision or 0) >= 0.98
+    assert (result.approval.recall or 0) >= 0.95
