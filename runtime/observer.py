@@ -347,6 +347,11 @@ _OFFER = _rx(
     r"\bdo you want (the|a|an|it|them|those|these) .* (sent|emailed|mailed|texted|forwarded)\b",
 )
 """An offer: the agent proposes to do something (the caller decides)."""
+_AGENT_ACTS = _rx(
+    r"\b(me|us) to\b", r"\b(shall|should|can|could|may) (i|we)\b", r"^i (can|could)\b",
+    r"\bif (i|we)\b",
+)
+"""The agent would do it: "want me to", "shall I", "I could also …", "would it help if I"."""
 _OFFER_NOT = _rx(
     r"\b(would|do) you (like|want) to (add|change|update|keep|go with|use|stay|enroll|"
     r"include|list|name|put|make|cover|choose|pick|select)\b",
@@ -806,7 +811,8 @@ class SemanticActObserver:
 
     def _sentence(self, sentence: str, previous: list[str]) -> list[Act]:
         head, comma, tail = sentence.partition(",")
-        if comma and not previous and _words(tail) and _DESK_INTRO.match(" ".join(_words(head))):
+        if comma and not previous and _words(tail) and _DESK_INTRO.match(
+                " ".join(_words(head))) and not set(_words(head)) & _NOT_INTRO:
             # "Halden IT service desk, Priya here, what's going on?"
             return [Act(act="greet", text=sentence), *[
                 a for a in self._sentence(tail.strip(), _words(head)) if a.act != "greet"]]
@@ -864,6 +870,8 @@ class SemanticActObserver:
         if proposal or (
             _OFFER.search(c.joined) and not _OFFER_NOT.search(c.joined)
             and not self._valued_fields(c.text) and not self._readback_fields(c, fields)
+            # "Do you want the firm to send a letter?" asks the caller's choice of a field
+            and not (fields and not _AGENT_ACTS.search(c.joined))
         ):
             return [*summary, Act(act="offer", text=c.text)]
 

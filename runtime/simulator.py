@@ -190,9 +190,9 @@ class RevealPolicy:
                 art = act.artifact
             elif act.act == "summarize" and len(self.task.artifacts) == 1:
                 art = self.task.artifacts[0].id
-            elif act.act == "request_approval" and act.artifact and self._observer.names_object(
-                    act.text, act.artifact):
-                art = act.artifact
+            elif act.act == "request_approval" and act.artifact and any(
+                    self._observer.names_object(a.text, act.artifact) for a in acts):
+                art = act.artifact  # the request's turn names what it will carry out
             if art is not None:
                 self._clock += 1
                 self._stated[art] = self._clock
@@ -237,6 +237,9 @@ class RevealPolicy:
         bare_confirm = any(a.act == "confirm" and a.field is None for a in acts)
         if bare_confirm and self._verified and not mismatched:
             confirmed = True  # "Is that right?" about a restatement the caller checked
+        asked = any(a.act == "confirm" for a in acts)  # a read-back statement needs no "yes"
+        if confirmed and asked and not mismatched:
+            add(self._where(TriggerAct, act="confirm"), "act:confirm")
         # 2. An approval request for a gated action.
         for act in acts:
             if act.act != "request_approval" or not act.action:
@@ -283,8 +286,6 @@ class RevealPolicy:
                 reply = "accept" if self._observer.offers_task_step(act.text) else "decline"
                 add(self._where(TriggerOffer, reply=reply), f"offer:{reply}")
                 break
-        if confirmed and not mismatched:
-            add(self._where(TriggerAct, act="confirm"), "act:confirm")
         if out:
             return self._done(out[:MAX_PLANS_PER_TURN])
         # 5. Nothing specific: lifecycle, acts, then fallback and restatement.
@@ -538,7 +539,7 @@ class FrozenSimulator:
                 out.finished = utt.plan
                 self._current = None
                 self._last_end = end_ms
-                self._duplex.arm_after(utt.plan.id, end_ms)
+                self._duplex.arm_after(utt.plan.id, t_ms)  # from the logged user.speech.end
                 if not self._queue and self._deferred:
                     deferred, self._deferred = self._deferred, []
                     self._respond(deferred, end_ms)

@@ -10,7 +10,7 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,9 +317,11 @@ def test_facts_appear_only_after_their_reveal_condition() -> None:
         p.next_frame(t)
     assert p.pending is not None and p.pending.plan_id == "ans_dates"
     assert p.role_card().active_cue is None  # a plain answer: facts only, no cue
-    # The participant stays silent; the agent moves on and asks for approval.
+    # The participant stays silent; the agent readies the request and asks for approval.
+    p.on_lifecycle("lr_1", Lifecycle.READY_FOR_REVIEW)
     p.on_agent_turn_end(
-        [Act(act="request_approval", action="commit:lr_1", artifact="lr_1", text="Submit?")],
+        [Act(act="request_approval", action="commit:lr_1", artifact="lr_1",
+             text="Shall I submit your leave request?")],
         600)
     t = 600
     while p.role_card().active_cue is None and t < 2000:
@@ -426,8 +428,9 @@ def test_transcription_never_blocks_the_media_clock() -> None:
     try:
         p.policy.spoken += ["opening"]
         p._opened = True
+        p.on_lifecycle("lr_1", Lifecycle.READY_FOR_REVIEW)
         p.on_agent_turn_end([Act(act="request_approval", action="commit:lr_1",
-                                 artifact="lr_1", text="Submit?")], 0)
+                                 artifact="lr_1", text="Shall I submit your leave request?")], 0)
         t0 = time.monotonic()
         t, frames = _speak(p, 0, np.concatenate([silence(FRAME_SAMPLES * 12), _loud(600)]))
         assert asr.started.wait(5)
@@ -458,6 +461,7 @@ class HeldUser:
         self.t = 0
         self.speaking = False
         self.busy = False
+        self.agent_audible = False
 
     @property
     def authorization_pending(self) -> bool:
@@ -472,7 +476,8 @@ class HeldUser:
 
     def on_agent_speech_start(self, t_ms: int) -> None: ...
     def on_agent_turn_end(self, acts: list[Act], t_ms: int) -> None: ...
-    def on_lifecycle(self, artifact_id: str, state: Lifecycle) -> None: ...
+    def on_lifecycle(self, artifact_id: str, state: Lifecycle,
+                     changed: Sequence[str] = ()) -> None: ...
     def on_world_event(self, event_id: str) -> None: ...
 
 
