@@ -727,6 +727,18 @@ def spelled_out(text: str) -> str:
     return _spelled_runs(text)
 
 
+def unit_numbers(text: str, unit: Literal["percent", "money"]) -> list[float]:
+    """Numbers a text states with that unit: "fifteen percent" / "15%" (percent), "$150" /
+    "one hundred fifty dollars" (money)."""
+    t = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", _words_to_digits(text))
+    if unit == "percent":
+        found = re.findall(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)", t, re.IGNORECASE)
+    else:
+        found = [a or b for a, b in re.findall(
+            r"\$\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*(?:dollars?|bucks)\b", t, re.IGNORECASE)]
+    return [float(n) for n in found]
+
+
 def _spelled_runs(text: str) -> str:
     """Spoken numbers to digits and letters/digits said one at a time joined up:
     "E, 4, 4, 7, 1" → "E4471", "H O 5 5 2" → "HO552"."""

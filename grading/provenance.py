@@ -54,7 +54,8 @@ def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
     """One line per field first written with a hidden value before anything had revealed
     it (field, value and media time named)."""
     revealed: set[tuple[str, int]] = set()
-    texts: list[str] = [task.context, f"Today's date: {spoken_date(task.reference_date)}."]
+    context = [task.context, f"Today's date: {spoken_date(task.reference_date)}."]
+    texts: list[str] = []
     retrieved: set[str] = set()
     specs = {(a.id, f.name): f for a in task.artifacts for f in a.fields}
     flagged: set[tuple[str, str]] = set()
@@ -83,7 +84,10 @@ def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
                     continue
                 if not any(_same(spec, h, value, task) for h in _hidden_values(task, spec)):
                     continue  # a wrong value, not a hidden one
-                if _available(task, spec, value, revealed, texts, retrieved):
+                # The context lists an enum's options ("P1, P2 or P3"): naming every option
+                # reveals none of them.
+                seen = texts if spec.grader == "enum" else [*context, *texts]
+                if _available(task, spec, value, revealed, seen, retrieved):
                     continue
                 flagged.add(key)
                 out.append(

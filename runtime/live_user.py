@@ -791,6 +791,8 @@ class LiveParticipant:
         events.append(UserSpeechEnd(plan_id=utt.plan_id, realization_id=utt.realization_id))
         ends = False
         if utt.plan is not None:
+            # From the end of the participant's voice (the frozen simulator anchors on the end
+            # of its realization, which may carry a few hundred ms of trailing quiet).
             self._duplex.arm_after(utt.plan.id, end_ms)
             self._reveal_where(
                 lambda r, p=utt.plan.id: isinstance(r, RevealAfterPlan) and r.plan == p, t_ms

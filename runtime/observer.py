@@ -30,6 +30,7 @@ from rapidfuzz.distance import Levenshtein
 from grading.fields import canonical_identifier, canonical_text, value_in_text
 from grading.fields import spelled_out as _words_to_digits_text
 from runtime.spec import AuthorizationRule, FieldSpec, TaskSpec
+from runtime.text import stem
 
 ActName = Literal[
     "greet", "ask", "confirm", "read_back", "summarize", "request_approval", "offer", "inform",
@@ -155,15 +156,9 @@ def _words(text: str) -> list[str]:
     return re.sub(r"[^a-z0-9]+", " ", t).split()
 
 
-def _stem(word: str) -> str:
-    """A tiny plural folder, applied identically to lexicon phrases and transcripts."""
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if word.endswith(("sses", "ches", "shes", "xes", "zzes")):
-        return word[:-2]
-    if len(word) >= 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
+_stem = stem
+"""The plural folder shared with the knowledge base, applied identically to lexicon phrases and
+transcripts."""
 
 
 # --------------------------------------------------------------------------- patterns
@@ -201,8 +196,8 @@ _REQUEST = _rx(
     r"^(moving|turning) on to\b",
     r"^what about\b",
     r"^how about\b",
-    r"(^|, )(could|can|would|will) you (please )?(tell|give|spell|provide|share|say|state|read|"
-    r"confirm|let me know|repeat|verify|walk me through|describe)\b",
+    r"\b(could|can|would|will) you (please )?(tell|give|spell|provide|share|say|state|read|"
+    r"let me know|repeat|walk me through|describe)\b",
     r"\bi would (love|like) to (hear|know|understand|learn)\b",
     r"\bif you (can|could|do not mind|would not mind) (share|tell|give|say|read|walk)",
     r"^(tell|walk) me (about|what|how|through|a bit|a little)\b",
@@ -358,7 +353,7 @@ _OFFER_NOT = _rx(
 )
 """'Would you like to add dental?' asks the caller's choice (a field), not an offer."""
 _FOREIGN_OBJECT = frozenset({
-    "another", "second", "separate", "new", "additional", "extra", "copy", "copie", "email",
+    "another", "second", "separate", "new", "additional", "extra", "copy", "email",
     "text", "reminder", "confirmation", "summary", "receipt", "note", "message", "link",
     "invite", "invitation", "room", "pass", "permit", "survey", "feedback", "callback",
     "call", "appointment", "referral", "transcript", "recording", "brochure", "guide",
@@ -867,6 +862,11 @@ class SemanticActObserver:
                     text=c.text,
                 )]
         fields = self._fields(c)
+        if proposal and fields and not _AGENT_ACTS.search(c.joined):
+            proposal = False  # "Could you confirm your date of birth?": a field, not an offer
+        if proposal and fields and self._bind(c) is None and re.search(
+                r"\b(confirm|verify|check)\b", c.joined):
+            proposal = False  # "Can I confirm your date of birth?"
         if proposal or (
             _OFFER.search(c.joined) and not _OFFER_NOT.search(c.joined)
             and not self._valued_fields(c.text) and not self._readback_fields(c, fields)

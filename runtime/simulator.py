@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from grading.fields import numbers_in_text, value_in_text
+from grading.fields import numbers_in_text, unit_numbers, value_in_text
 from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, silence
 from runtime.bank import BankPlayer
 from runtime.events import DuplexFire, Event, UserPlanEvent, UserSpeechEnd, UserSpeechStart
@@ -238,7 +238,9 @@ class RevealPolicy:
         if bare_confirm and self._verified and not mismatched:
             confirmed = True  # "Is that right?" about a restatement the caller checked
         asked = any(a.act == "confirm" for a in acts)  # a read-back statement needs no "yes"
-        if confirmed and asked and not mismatched:
+        proposes = any(self._proposal(a.model_copy(update={"field": name})) is not None
+                       for a in acts for _art, name in self._observer.fields_in(a.text))
+        if confirmed and asked and not mismatched and not proposes:
             add(self._where(TriggerAct, act="confirm"), "act:confirm")
         # 2. An approval request for a gated action.
         for act in acts:
@@ -248,9 +250,9 @@ class RevealPolicy:
             if rule is None or self.lifecycles.get(rule.artifact, Lifecycle.DRAFT).rank >= (
                     Lifecycle.SUBMITTED.rank):
                 continue
-            block = None if mismatched else self.approval_block(rule)
             if mismatched:
                 break  # the correction comes first; the agent must ask again
+            block = self.approval_block(rule)
             if block is None:
                 add(self._where(TriggerApproval, action=rule.action),
                     f"approval_request:{rule.action}")
@@ -328,10 +330,16 @@ class RevealPolicy:
                  if isinstance(p.when, TriggerProposal) and p.when.field == act.field]
         if not plans:
             return None
-        numbers = numbers_in_text(act.text)
+        spec = next((f for a in self.task.artifacts for f in a.fields if f.name == act.field),
+                    None)
+        words = f"{act.field} {spec.label if spec else ''}".lower()
+        unit: Literal["percent", "money"] = "percent" if (
+            "pct" in words or "percent" in words or "discount" in words) else "money"
+        numbers = unit_numbers(act.text, unit) or numbers_in_text(act.text)
         if not numbers:
             return None
-        offered = numbers[0]
+        # "Three hundred is too much, but I can do one fifty": the last one is the offer.
+        offered = numbers[-1]
         return self._best(
             p for p in plans
             if (p.when.min is None or offered >= p.when.min - 1e-9)  # type: ignore[union-attr]

@@ -102,7 +102,7 @@ def test_htmx_gets_fragments_plain_requests_get_pages(client: TestClient) -> Non
 def test_task_page_lists_reveal_graph_and_plays_audio(client: TestClient) -> None:
     login(client)
     page = client.get("/tasks/apexv1_070").text
-    assert "barge_revoke" in page and "600 ms into the agent turn after approve_first" in page
+    assert "barge_revoke" in page and "960 ms after the caller says approve_first" in page
     audio = client.get("/tasks/apexv1_070/audio/barge_revoke_r1")
     assert audio.status_code == 200 and audio.content[:4] == b"OggS"  # Ogg/Opus bank
 

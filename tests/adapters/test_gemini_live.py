@@ -46,11 +46,13 @@ from runtime.audio import FRAME_SAMPLES, SAMPLE_RATE, Pcm
 from runtime.campaign import AgentFactory, parse_agent_spec, run_dir_for, run_one
 from runtime.events import (
     AgentErrorEvent,
+    AgentSpeechStart,
     AgentTruncated,
     ArtifactUpdate,
     DuplexFire,
     SessionEnd,
     ToolCall,
+    UserSpeechEnd,
     read_events,
 )
 from runtime.orchestrator import RunResult
@@ -234,8 +236,14 @@ def assert_barge_in_truncated(
     truncs = [e for e in events if isinstance(e, AgentTruncated)]
     cut = [e for e in truncs if fired.t_media_ms <= e.t_media_ms <= fired.t_media_ms + 600]
     assert len(cut) == 1, truncs
-    offset = authored.anchor.offset_ms
-    assert offset <= cut[0].heard_ms <= offset + 600
+    # The event fires its offset after the caller's anchor plan ended (media time) ...
+    anchor_end = next(e for e in events if isinstance(e, UserSpeechEnd)
+                      and e.plan_id == authored.anchor.after_plan)
+    assert fired.anchor_ms - anchor_end.t_media_ms == authored.anchor.offset_ms
+    # ... and the agent had played from its turn's start up to then, plus the VAD onset.
+    start = next(e for e in events if isinstance(e, AgentSpeechStart) and e.turn == cut[0].turn)
+    lead = fired.t_media_ms - start.t_media_ms
+    assert lead <= cut[0].heard_ms <= lead + 600
     # Every truncation was the server's doing and was reported back to the adapter.
     assert fake.interruptions == len(truncs)
     assert adapter.truncations == [e.heard_ms for e in truncs]
