@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime.observer import SemanticActObserver  # noqa: E402
-from runtime.observer_eval import (  # noqa: E402
+from runtime.observer import SemanticActObserver
+from runtime.observer_eval import (
     ACTS,
     PRF,
     PredictedAct,
@@ -29,8 +29,8 @@ from runtime.observer_eval import (  # noqa: E402
     load_split,
     score,
 )
-from runtime.simulator import RevealPolicy  # noqa: E402
-from runtime.spec import TaskSpec, default_tasks_dir, load_tasks  # noqa: E402
+from runtime.simulator import RevealPolicy
+from runtime.spec import TaskSpec, default_tasks_dir, load_tasks
 
 TARGETS = {"macro_f1": 0.95, "approval_precision": 0.99, "approval_recall": 0.95}
 

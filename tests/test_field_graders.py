@@ -7,7 +7,6 @@ exactly 9 of its 14 rows are correct ("Vision Basic" vs "Basic" needs the judge)
 from __future__ import annotations
 
 import datetime as dt
-
 from typing import Any
 
 import dateparser
