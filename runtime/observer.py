@@ -1127,23 +1127,6 @@ class SemanticActObserver:
             break
         return j if go_ahead else -1
 
-    def _resolve_rule(self, c: _Clause) -> AuthorizationRule | None:
-        if not self._rules:
-            return None
-        with_verb = [r for r in self._rules if any(_contains_seq(c.words, v) for v in r.verbs)]
-        candidates = with_verb or self._rules
-        if len(candidates) == 1:
-            return candidates[0].rule
-        stems = set(c.stems)
-        scored = [(len(r.artifact_words & stems), r) for r in candidates]
-        best = max(s for s, _ in scored)
-        top = [r for s, r in scored if s == best]
-        if best == 0 and not with_verb:
-            return None
-        if len({r.rule.action for r in top}) == 1:
-            return top[0].rule
-        return None
-
     def _is_confirm(self, c: _Clause, fields: list[FieldKey]) -> bool:
         if _CONFIRM.search(c.joined) or _CONFIRM_TAG.search(c.text):
             return True

@@ -537,11 +537,6 @@ class TaskSpec(_Strict):
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)
 
-    def rule_for_tool(self, tool: str, artifact: str) -> AuthorizationRule | None:
-        return next(
-            (r for r in self.authorization if r.tool == tool and r.artifact == artifact), None
-        )
-
     @property
     def folder(self) -> Path:
         if self.source_path is None:
