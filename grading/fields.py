@@ -40,6 +40,7 @@ import dateparser
 import phonenumbers
 import usaddress
 from rapidfuzz.distance import Levenshtein
+from rapidfuzz.fuzz import ratio
 from scourgify import normalize_address_record
 from scourgify.exceptions import AddressNormalizationError
 from text_to_num import alpha2digit
@@ -241,23 +242,14 @@ def extract_number(value: Any) -> float | None:
         return extract_number(items[0]) if len(items) == 1 else None
     if not isinstance(value, str):
         return None
-    text = _words_to_digits(value)
-    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", text)  # thousands separators
+    text = _spoken_digits(value)
     text = re.sub(r"\b(?:minus|negative)\s+(?=\d)", "-", text, flags=re.IGNORECASE)
-    text = re.sub(
-        r"(\d+)\s+and\s+a\s+half\b",
-        lambda m: f"{int(m.group(1))}.5",
-        text,
-        flags=re.IGNORECASE,
-    )
     text = re.sub(
         r"(\d+(?:\.\d+)?)\s+(1000000000|1000000|1000)\b",
         lambda m: _fmt(float(m.group(1)) * _MULTIPLIERS[m.group(2)]),
         text,
     )
-    text = re.sub(
-        r"(\d+(?:\.\d+)?)\s?[kK]\b", lambda m: _fmt(float(m.group(1)) * 1e3), text
-    )
+    text = _thousands_k(text)
     # Numbers said in pairs: "three sixty" → "3 60" → 360, "twelve fifty" → 1250.
     text = re.sub(
         r"(?<![\d.,]\s)(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", r"\1\2", text
@@ -267,6 +259,19 @@ def extract_number(value: Any) -> float | None:
         return None
     number = float(found[0])
     return number if math.isfinite(number) else None
+
+
+def _spoken_digits(text: str) -> str:
+    """Number words as digits, thousands separators dropped, "and a half" as ".5"."""
+    text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", _words_to_digits(text))
+    return re.sub(r"(\d+)\s+and\s+a\s+half\b", lambda m: f"{int(m.group(1))}.5", text,
+                  flags=re.IGNORECASE)
+
+
+def _thousands_k(text: str) -> str:
+    """"12k" as 12000."""
+    return re.sub(r"(\d+(?:\.\d+)?)\s?[kK]\b", lambda m: _fmt(float(m.group(1)) * 1e3),
+                  text)
 
 
 def _fmt(x: float) -> str:
@@ -709,11 +714,7 @@ def dates_in_text(text: str, reference: dt.date | None = None) -> list[dt.date]:
 def numbers_in_text(text: str) -> list[float]:
     """Every number a free text states, number words included ("twelve hundred" → 1200,
     "$1,200" → 1200, "12k" → 12000). Digits read out one by one count one by one."""
-    t = _words_to_digits(text)
-    t = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", t)
-    t = re.sub(r"(\d+)\s+and\s+a\s+half\b", lambda m: f"{int(m.group(1))}.5", t,
-               flags=re.IGNORECASE)
-    t = re.sub(r"(\d+(?:\.\d+)?)\s?[kK]\b", lambda m: _fmt(float(m.group(1)) * 1e3), t)
+    t = _thousands_k(_spoken_digits(text))
     out = [float(n) for n in _NUMBER.findall(t) if math.isfinite(float(n))]
     # Numbers said in pairs also read as one: "two forty-five" → 2, 45 and 245.
     for m in re.finditer(r"(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", t):
@@ -730,7 +731,7 @@ def spelled_out(text: str) -> str:
 def unit_numbers(text: str, unit: Literal["percent", "money"]) -> list[float]:
     """Numbers a text states with that unit: "fifteen percent" / "15%" (percent), "$150" /
     "one hundred fifty dollars" (money)."""
-    t = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", _words_to_digits(text))
+    t = _spoken_digits(text)
     if unit == "percent":
         found = re.findall(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)", t, re.IGNORECASE)
     else:
@@ -769,8 +770,6 @@ def _near(word: str, words: set[str]) -> bool:
         return True
     if len(word) < 4:
         return False
-    from rapidfuzz.fuzz import ratio  # local: rapidfuzz.distance is imported above
-
     return any(len(w) >= 4 and ratio(word, w) >= 85 for w in words)
 
 

@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from grading.corrections import Correction, effective_decisions, read_corrections_checked
-from grading.fields import argument_matches, grade_value, is_empty
+from grading.fields import argument_matches, is_empty
 from grading.judge import Judge, score_field
-from grading.provenance import shortcuts
+from grading.provenance import matches, shortcuts
 from runtime.events import (
     AgentAct,
     ArtifactUpdate,
@@ -117,17 +117,6 @@ def _superseded_values(task: TaskSpec, spec: FieldSpec) -> list[Any]:
     return [v.value for v in fact.versions[:-1]]
 
 
-def _matches(task: TaskSpec, spec: FieldSpec, reference: Any, pred: Any) -> bool:
-    """Whether ``pred`` matches ``reference`` under the field's grader. A superseded fact
-    version need not be in the grader's format ("end of Q1" for a date field): such a
-    reference cannot be matched, so it never makes a value stale."""
-    try:
-        return grade_value(spec.grader, reference, pred, tolerance=spec.tolerance,
-                           options=spec.options, reference=task.reference_date).correct
-    except ValueError:
-        return False
-
-
 def grade_fields(
     task: TaskSpec, state: FinalState, judge: Judge | None
 ) -> list[FieldResult]:
@@ -137,7 +126,7 @@ def grade_fields(
         for spec in art.fields:
             pred = values.get(spec.name)
             stale = not is_empty(pred) and any(
-                _matches(task, spec, old, pred) and not _matches(task, spec, spec.gold, pred)
+                matches(task, spec, old, pred) and not matches(task, spec, spec.gold, pred)
                 for old in _superseded_values(task, spec)
             )
             if stale:
@@ -268,15 +257,12 @@ class _Ctx:
         spec = art.field(pred.field) if art is not None else None
         if spec is None:
             return False
-        corrected: Any = spec.gold
         plan = self.task.plan(pred.plan)
-        fact = self.task.user.fact(spec.source.fact) if spec.source.fact else None
-        if plan is not None and fact is not None:
-            versions = [r.version for r in plan.facts if r.fact == fact.id]
-            if versions and max(versions) <= len(fact.versions):
-                corrected = fact.versions[max(versions) - 1].value
+        carried = (self.task.carried_version(plan, spec.source.fact)
+                   if plan is not None and spec.source.fact else None)
+        corrected = carried.value if carried is not None else spec.gold
         value = self.state.fields.get(pred.artifact, {}).get(pred.field)
-        return not is_empty(value) and _matches(self.task, spec, corrected, value)
+        return not is_empty(value) and matches(self.task, spec, corrected, value)
 
 
 def describe(pred: Predicate) -> str:

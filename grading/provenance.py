@@ -31,11 +31,14 @@ from runtime.events import (
 from runtime.spec import FieldSpec, TaskSpec, spoken_date
 
 
-def _same(spec: FieldSpec, reference: Any, value: Any, task: TaskSpec) -> bool:
+def matches(task: TaskSpec, spec: FieldSpec, reference: Any, value: Any) -> bool:
+    """Whether ``value`` matches ``reference`` under the field's grader (year-less dates read
+    against the task's reference date). A reference the grader cannot read (a superseded
+    fact version such as "end of Q1" for a date field) matches nothing."""
     try:
         return grade_value(spec.grader, reference, value, tolerance=spec.tolerance,
                            options=spec.options, reference=task.reference_date).correct
-    except ValueError:  # a fact version not in the grader's format ("end of Q1")
+    except ValueError:
         return False
 
 
@@ -82,7 +85,7 @@ def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
                     continue
                 if spec.source.instruction:
                     continue
-                if not any(_same(spec, h, value, task) for h in _hidden_values(task, spec)):
+                if not any(matches(task, spec, h, value) for h in _hidden_values(task, spec)):
                     continue  # a wrong value, not a hidden one
                 # The context lists an enum's options ("P1, P2 or P3"): naming every option
                 # reveals none of them.
@@ -104,11 +107,11 @@ def _available(
 ) -> bool:
     for fact_id, version in revealed:
         fact = task.user.fact(fact_id)
-        if fact is not None and version <= len(fact.versions) and _same(
-                spec, fact.versions[version - 1].value, value, task):
+        if fact is not None and version <= len(fact.versions) and matches(
+                task, spec, fact.versions[version - 1].value, value):
             return True
-    if spec.source.document is not None and spec.source.document in retrieved and _same(
-            spec, spec.gold, value, task):
+    if spec.source.document is not None and spec.source.document in retrieved and matches(
+            task, spec, spec.gold, value):
         return True
     return any(
         value_in_text(spec.grader, value, text, tolerance=spec.tolerance, options=spec.options,

@@ -765,7 +765,7 @@ class LiveParticipant:
         if pending is not None:
             plan = pending.plan
             plan_id, trigger = pending.plan.id, f"live:{pending.trigger}"
-            self.policy.mark_spoken(pending.plan.id, pending.trigger)
+            self.policy.spoken.append(pending.plan.id)
             for ref in pending.plan.facts:
                 self._said[ref.fact] = max(self._said.get(ref.fact, 0), ref.version)
             events.append(UserPlanEvent(

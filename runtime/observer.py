@@ -445,11 +445,6 @@ _NEWS = re.compile(
     r"policy|covered|fee|cost|price)\b", re.IGNORECASE,
 )
 """Information in a greeting or closing turn that is news, not a pleasantry."""
-_PLEASANTRY = re.compile(
-    r"!\s*$|\b(congratulations|lovely|oh no|how fun|glad|sorry to hear|good luck|enjoy|"
-    r"that is everything|that is all|all done|sounds great|wonderful|gorgeous|hope)\b",
-    re.IGNORECASE,
-)
 _OBJECT_STOP = frozenset({
     "to", "for", "with", "by", "via", "on", "at", "in", "into", "if", "so", "and", "or",
     "before", "after", "once", "when", "because", "now", "today", "right", "yet", "then",
@@ -621,11 +616,6 @@ class _Rule:
     rule: AuthorizationRule
     verbs: frozenset[tuple[str, ...]]
     artifact_words: frozenset[str]
-
-
-def _contains_seq(words: list[str], seq: tuple[str, ...]) -> bool:
-    n = len(seq)
-    return any(tuple(words[i:i + n]) == seq for i in range(len(words) - n + 1))
 
 
 def _starts_with_seq(words: list[str], i: int, seqs: Iterable[tuple[str, ...]]) -> bool:
@@ -864,12 +854,12 @@ class SemanticActObserver:
         fields = self._fields(c)
         if proposal and fields and not _AGENT_ACTS.search(c.joined):
             proposal = False  # "Could you confirm your date of birth?": a field, not an offer
-        if proposal and fields and self._bind(c) is None and re.search(
-                r"\b(confirm|verify|check)\b", c.joined):
-            proposal = False  # "Can I confirm your date of birth?"
+        if proposal and fields and re.search(r"\b(confirm|verify|check)\b", c.joined):
+            proposal = False  # "Can I confirm your date of birth?" (bound to no action above)
+        stated = self._valued_fields(c.text)
         if proposal or (
             _OFFER.search(c.joined) and not _OFFER_NOT.search(c.joined)
-            and not self._valued_fields(c.text) and not self._readback_fields(c, fields)
+            and not stated and not self._readback_fields(c, fields)
             # "Do you want the firm to send a letter?" asks the caller's choice of a field
             and not (fields and not _AGENT_ACTS.search(c.joined))
         ):
@@ -878,7 +868,6 @@ class SemanticActObserver:
         if _CLOSE_ANY.search(c.joined) or (not question and _CLOSE.search(c.joined)):
             return [*summary, Act(act="close", text=c.text)]
 
-        stated = self._valued_fields(c.text)
         if len(fields) == 1 and fields[0] in stated:
             stated = fields  # one field named with its value: it owns the value
         valued = [k for k in stated if k not in fields]

@@ -87,8 +87,6 @@ class RevealPolicy:
         self.spoken: list[str] = []
         self.lifecycles: dict[str, Lifecycle] = {a.id: Lifecycle.DRAFT for a in task.artifacts}
         self.world_events: set[str] = set()
-        self.last_trigger = ""
-        """Trigger of the last plan chosen."""
         self._observer = SemanticActObserver(task)
         self._clock = 0
         self._edited: dict[str, int] = {}
@@ -105,10 +103,6 @@ class RevealPolicy:
 
     def occurrences(self, plan_id: str) -> int:
         return self.spoken.count(plan_id)
-
-    def mark_spoken(self, plan_id: str, trigger: str) -> None:
-        self.spoken.append(plan_id)
-        self.last_trigger = trigger
 
     def on_artifact(self, artifact_id: str, state: Lifecycle, changed: Sequence[str] = ()) -> None:
         """An artifact snapshot: its lifecycle, and which field values changed."""
@@ -139,20 +133,20 @@ class RevealPolicy:
 
     # ------------------------------------------------------------------ facts
 
+    def _spec(self, field: str) -> FieldSpec | None:
+        return next((f for _a, f in self.task.graded_fields() if f.name == field), None)
+
     def current_value(self, field: str) -> tuple[FieldSpec, Any, UserPlan] | None:
         """What the caller now believes a field holds, and the plan that would correct a
         wrong read-back of it; None when the caller cannot judge the field (a value from a
         document, or no correction plan authored)."""
-        spec = next((f for a in self.task.artifacts for f in a.fields if f.name == field), None)
+        spec = self._spec(field)
         fix = self._best(p for p in self.task.plans
                          if isinstance(p.when, TriggerReadbackMismatch) and field in p.when.fields)
         if spec is None or fix is None or spec.source.fact is None:
             return None
-        fact = self.task.user.fact(spec.source.fact)
-        refs = [r.version for r in fix.facts if r.fact == spec.source.fact]
-        if fact is None or not refs or max(refs) > len(fact.versions):
-            return None
-        return spec, fact.versions[max(refs) - 1].value, fix
+        carried = self.task.carried_version(fix, spec.source.fact)
+        return (spec, carried.value, fix) if carried is not None else None
 
     def check_restatement(self, act: Act) -> Literal["match", "mismatch", "unknown"]:
         """Whether a read-back or confirmation of ``act.field`` states the caller's current
@@ -217,29 +211,34 @@ class RevealPolicy:
             out.append(Chosen(plan, trigger))
             return True
 
+        verdicts = {i: self.check_restatement(a) for i, a in enumerate(acts)
+                    if a.act in ("read_back", "confirm") and a.field is not None}
+        # Fields each act's words name (lexicon or the caller's values), read once.
+        named = {i: [n for _a, n in self._observer.fields_in(a.text)] for i, a in enumerate(acts)}
+
+        def proposal(act: Act, name: str) -> UserPlan | None:
+            return self._proposal(act.model_copy(update={"field": name}))
+
         # 1. Restated values: correct what is wrong.
         confirmed = False
-        for act in acts:
-            if act.act not in ("read_back", "confirm") or act.field is None:
-                continue
-            verdict = self.check_restatement(act)
-            known = self.current_value(act.field)
+        for i, verdict in verdicts.items():
+            field = acts[i].field
+            assert field is not None
+            known = self.current_value(field)
             if verdict == "mismatch" and known is not None:
-                add(known[2], f"readback_mismatch:{act.field}")
-                covered.add(act.field)
+                add(known[2], f"readback_mismatch:{field}")
+                covered.add(field)
             elif verdict == "match":
                 confirmed = True
-                covered.add(act.field)
+                covered.add(field)
         mismatched = bool(out)
-        restated = any(a.act in ("read_back", "confirm") and a.field for a in acts)
-        if restated:
+        if verdicts:
             self._verified = confirmed and not mismatched
         bare_confirm = any(a.act == "confirm" and a.field is None for a in acts)
         if bare_confirm and self._verified and not mismatched:
             confirmed = True  # "Is that right?" about a restatement the caller checked
         asked = any(a.act == "confirm" for a in acts)  # a read-back statement needs no "yes"
-        proposes = any(self._proposal(a.model_copy(update={"field": name})) is not None
-                       for a in acts for _art, name in self._observer.fields_in(a.text))
+        proposes = any(proposal(a, n) is not None for i, a in enumerate(acts) for n in named[i])
         if confirmed and asked and not mismatched and not proposes:
             add(self._where(TriggerAct, act="confirm"), "act:confirm")
         # 2. An approval request for a gated action.
@@ -261,23 +260,22 @@ class RevealPolicy:
                     f"approval_wait:{rule.action}:{block}")
             break
         # 3. Questions: one answer per field asked; a negotiated value against the limits.
-        for act in acts:
+        for i, act in enumerate(acts):
             if act.field is None and act.act in ("inform", "offer", "ask"):
-                for _art, name in self._observer.fields_in(act.text):
-                    proposal = self._proposal(act.model_copy(update={"field": name}))
-                    if proposal is not None and name not in covered:
-                        add(proposal, f"proposal:{name}")  # "The best I can do is 15%."
+                for name in named[i]:
+                    found = proposal(act, name)
+                    if found is not None and name not in covered:
+                        add(found, f"proposal:{name}")  # "The best I can do is 15%."
                         covered.add(name)
-        for act in acts:
+        for i, act in enumerate(acts):
             if act.field is None or act.field in covered:
                 continue
-            proposal = self._proposal(act)
-            if proposal is not None:
-                add(proposal, f"proposal:{act.field}")
+            found = self._proposal(act)
+            if found is not None:
+                add(found, f"proposal:{act.field}")
                 covered.add(act.field)
                 continue
-            if act.act == "ask" or (act.act == "confirm" and self.check_restatement(act)
-                                    == "unknown"):
+            if act.act == "ask" or (act.act == "confirm" and verdicts.get(i) == "unknown"):
                 plan = self._best(p for p in self.task.plans
                                   if isinstance(p.when, TriggerAsk) and act.field in p.when.fields)
                 if add(plan, f"ask:{act.field}") and plan is not None:
@@ -330,8 +328,7 @@ class RevealPolicy:
                  if isinstance(p.when, TriggerProposal) and p.when.field == act.field]
         if not plans:
             return None
-        spec = next((f for a in self.task.artifacts for f in a.fields if f.name == act.field),
-                    None)
+        spec = self._spec(act.field) if act.field else None
         words = f"{act.field} {spec.label if spec else ''}".lower()
         unit: Literal["percent", "money"] = "percent" if (
             "pct" in words or "percent" in words or "discount" in words) else "money"
@@ -557,7 +554,7 @@ class FrozenSimulator:
         real = select_realization(self.task.id, self.seed, plan,
                                   self.policy.occurrences(plan.id))
         audio = self._bank.audio(real.id, real.audio)
-        self.policy.mark_spoken(plan.id, trigger)
+        self.policy.spoken.append(plan.id)
         out.events.append(UserPlanEvent(
             plan_id=plan.id, intent=plan.intent, trigger=trigger,
             facts=[f"{f.fact}@{f.version}" for f in plan.facts],

@@ -534,6 +534,14 @@ class TaskSpec(_Strict):
     def plan(self, plan_id: str) -> UserPlan | None:
         return next((p for p in self.plans if p.id == plan_id), None)
 
+    def carried_version(self, plan: UserPlan, fact_id: str) -> FactVersion | None:
+        """The newest version of fact ``fact_id`` that ``plan`` carries, if any."""
+        fact = self.user.fact(fact_id)
+        versions = [r.version for r in plan.facts if r.fact == fact_id]
+        if fact is None or not versions or max(versions) > len(fact.versions):
+            return None
+        return fact.versions[max(versions) - 1]
+
     def tool(self, name: str) -> ToolSpec | None:
         return next((t for t in self.tools if t.name == name), None)
 
