@@ -31,6 +31,7 @@ from runtime.events import (
     AuthBlocked,
     AuthDecisionEvent,
     AuthGrant,
+    AuthHold,
     AuthInvalidated,
     AuthRevoke,
     AuthUse,
@@ -346,15 +347,34 @@ def grade_events(
                      for c in corrections if c.decision_seq not in known]
     if end is None:
         all_problems.append("event log has no session.end: the run did not finish")
+    late = late_decision_blocks(events)
+    all_problems += late
     return RunGrade(
         run_id=run_id, task_id=task.id, gates=gates, WS=all(gates.values()),
         afa={"correct": sum(f.correct for f in counted), "total": len(counted)},
         stale_fields=[f"{f.artifact}.{f.field}" for f in fields if f.stale],
         fields=fields, gate_reasons={k: v for k, v in reasons.items() if v},
         end_reason=end.reason if end else None,
-        infrastructure_failure=end is not None and end.failure_class == "infrastructure",
+        infrastructure_failure=(end is not None and end.failure_class == "infrastructure")
+        or bool(late),
         problems=all_problems, corrections=auth.applied,
     )
+
+
+def late_decision_blocks(events: Sequence[Event]) -> list[str]:
+    """Gated calls the CommitGuard refused after the orchestrator's hold for a live
+    authorization decision expired (``auth.hold`` outcome ``expired``): the speech pipeline
+    did not decide in time, so the block is an infrastructure failure, never the agent's."""
+    expired: dict[str, int] = {}
+    out: list[str] = []
+    for ev in events:
+        if isinstance(ev, AuthHold) and ev.outcome == "expired":
+            expired.update({cid: ev.waited_ms for cid in ev.call_ids})
+        elif isinstance(ev, AuthBlocked) and ev.call_id in expired:
+            out.append(f"infrastructure: {ev.action} (call {ev.call_id}) was blocked at "
+                       f"{ev.t_media_ms / 1000:.1f} s after waiting {expired[ev.call_id]} ms "
+                       "for a live authorization decision that did not come in time")
+    return out
 
 
 class RunDirError(Exception):

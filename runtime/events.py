@@ -186,6 +186,21 @@ class AuthRevoke(_Event):
     evidence: str = ""
 
 
+class AuthHold(_Event):
+    """Approval-gated tool calls were held while a live participant's authorization decision
+    was still being computed, then released: ``decided`` when the decision came in,
+    ``expired`` when the hold's bound (``AUTH_HOLD_MS``) passed first. An expired hold
+    followed by a CommitGuard block is the pipeline's fault, never the agent's: the run is
+    graded as an infrastructure failure."""
+
+    type: Literal["auth.hold"] = "auth.hold"
+    source: Source = "orchestrator"
+    call_ids: list[str]
+    tools: list[str]
+    waited_ms: int
+    outcome: Literal["decided", "expired"]
+
+
 class AuthInvalidated(_Event):
     """An approval stopped being valid because its artifact was materially edited after it
     was given (the approval covered the artifact as it was): the agent must ask again."""
@@ -327,7 +342,7 @@ Event = Annotated[
     SessionStart | SessionEnd | UserPlanEvent | UserSpeechStart | UserSpeechEnd
     | AgentSpeechStart | AgentSpeechEnd | AgentTruncated | AgentTranscript | AgentAct
     | AgentHangup | ToolCall | ToolResult | ArtifactUpdate | ArtifactLifecycle | AuthGrant
-    | AuthRevoke | AuthInvalidated | AuthUse | AuthBlocked | DuplexFire | WorldEventFired
+    | AuthRevoke | AuthHold | AuthInvalidated | AuthUse | AuthBlocked | DuplexFire | WorldEventFired
     | AgentErrorEvent | CueShow | CueDone | CardFact | UserTranscript | AuthDecisionEvent
     | ParticipantConnection,
     Field(discriminator="type"),

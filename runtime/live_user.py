@@ -30,11 +30,12 @@ is talking") are never shown: the cue says when. See docs/live_user.md.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -42,7 +43,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from runtime.agents.scripted import EnergyVAD
-from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, silence
+from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, rms, silence
 from runtime.events import (
     AuthDecisionEvent,
     CardFact,
@@ -57,7 +58,13 @@ from runtime.events import (
     UserTranscript,
 )
 from runtime.observer import Act
-from runtime.simulator import DuplexSchedule, RevealPolicy, SpeechAuthorization, UserFrame
+from runtime.simulator import (
+    Chosen,
+    DuplexSchedule,
+    RevealPolicy,
+    SpeechAuthorization,
+    UserFrame,
+)
 from runtime.spec import (
     Fact,
     Lifecycle,
@@ -69,8 +76,18 @@ from runtime.spec import (
     TaskSpec,
     UserPlan,
 )
-from runtime.speech.asr import ASR, shared_asr
+from runtime.speech.asr import ASR, lane_asr
+from runtime.speech.asr_queue import AUTHORIZATION, ROUTINE, TranscriptionQueue, shared_queue
 from runtime.speech_authorization import AuthDecision, RuleAuthorizer, SpeechAuthorizer
+
+TAIL_FRAMES = 4
+"""Quiet frames (160 ms) kept after the last voiced frame of an utterance; after this many the
+utterance is transcribed speculatively while the VAD waits out its end-of-utterance quiet, so
+the decision on "yes, please submit it" is ready about when the VAD ends the utterance."""
+
+VOICE_RMS = 300.0
+"""Frame energy counted as voice for the speculative cut (the EnergyVAD's default threshold;
+a VAD with a ``threshold`` attribute above 1 sets it)."""
 
 CueKind = Literal["correct", "approve", "revoke", "world_event", "duplex", "goodbye", "inform"]
 
@@ -365,6 +382,15 @@ class _Utterance:
     onset_ms: int
     start_ms: int
     frames: list[Pcm] = field(default_factory=list)
+    last_loud: int = 0
+    """Index in ``frames`` of the last frame with voice energy."""
+    speculative: Future[tuple[str, str, str]] | None = None
+    """ASR of ``frames[:cut()]`` started once the voice paused (dropped if it resumes)."""
+
+    def cut(self) -> int:
+        """Frames the transcript covers: up to :data:`TAIL_FRAMES` after the last voiced
+        frame (the VAD's long end-of-utterance quiet is not sent to the recognizer)."""
+        return min(len(self.frames), self.last_loud + 1 + TAIL_FRAMES)
 
 
 @dataclass
@@ -373,6 +399,7 @@ class _Job:
     end_ms: int
     cue: Cue | None
     audio: Pcm
+    priority: int = ROUTINE
 
 
 @dataclass
@@ -403,6 +430,7 @@ class LiveParticipant:
         classifier: SpeechAuthorizer | None = None, max_buffer_ms: int = 500,
         vad: FrameVAD | None = None, transcribe_inline: bool = False,
         cue_patience_ms: int = 15_000, preroll_ms: int = 240,
+        transcription_queue: TranscriptionQueue | None = None,
     ) -> None:
         if max_buffer_ms < FRAME_MS:
             raise ValueError(f"max_buffer_ms={max_buffer_ms}: must hold at least one "
@@ -414,6 +442,9 @@ class LiveParticipant:
         self._classifier: SpeechAuthorizer = classifier or RuleAuthorizer()
         self._vad: FrameVAD = vad or EnergyVAD()
         self._inline = transcribe_inline
+        self._asr_queue = transcription_queue
+        threshold = float(getattr(self._vad, "threshold", VOICE_RMS))
+        self._voice_rms = threshold if threshold > 1.0 else VOICE_RMS
         self._patience = cue_patience_ms
         self._max_samples = max_buffer_ms * SAMPLE_RATE // 1000
         # Microphone buffer (its own lock: pushes must never wait for a frame's work).
@@ -436,12 +467,17 @@ class LiveParticipant:
         self._said: dict[str, int] = {}
         """Highest version of each fact carried by a plan the participant voiced."""
         self._cues: list[Cue] = []
+        self._deferred: list[Act] = []
+        """Acts of agent turns that ended while the participant was speaking or a plan was
+        still due: answered once they finish (as the frozen simulator does)."""
+        self._overlapped: _Utterance | None = None
+        """The utterance during which a deferred turn ended (it overlapped that turn)."""
         self._outbox: list[Event] = []
         self._utt: _Utterance | None = None
         self._preroll: deque[Pcm] = deque(maxlen=max(1, preroll_ms // FRAME_MS))
         self._utt_count = 0
         self._jobs: deque[tuple[_Job, Future[_Result]]] = deque()
-        self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
         for fact in task.user.facts:
             for k in range(1, len(fact.versions) + 1):
                 if isinstance(reveal_rule(fact, k), RevealVolunteer):
@@ -511,10 +547,13 @@ class LiveParticipant:
             self._outbox.append(ParticipantConnection(state="disconnected"))
 
     def close(self) -> None:
-        """Stop the transcription worker (results not yet applied are dropped)."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
-            self._executor = None
+        """Drop transcriptions not yet started (results not yet applied are dropped)."""
+        with self._lock:
+            self._closed = True
+            for _job, fut in self._jobs:
+                fut.cancel()
+            if self._utt is not None and self._utt.speculative is not None:
+                self._utt.speculative.cancel()
 
     # ------------------------------------------------------------------ the user-source interface
 
@@ -533,14 +572,32 @@ class LiveParticipant:
 
     @property
     def authorization_pending(self) -> bool:
+        """An utterance that may grant or revoke is still being spoken or decided: under an
+        approve/revoke cue, or over the end of an approval request."""
         with self._lock:
-            return any(_cue_authorizes(self.task, job.cue) for job, _f in self._jobs)
+            if self._utt is not None and self._priority(self._utt) == AUTHORIZATION:
+                return True
+            return any(job.priority == AUTHORIZATION for job, _f in self._jobs)
 
     @property
     def pending(self) -> PendingPlan | None:
         with self._lock:
             p = self._live_pending(self._now)
             return PendingPlan(p.plan.id, p.trigger, p.shown_ms) if p is not None else None
+
+    @property
+    def upcoming(self) -> PendingPlan | None:
+        """The plan due now, else the next one queued (``shown_ms``: when it comes due):
+        what a quick participant answers with (an utterance that starts before a queued plan
+        is due is attributed to it)."""
+        with self._lock:
+            p = self._live_pending(self._now)
+            if p is not None:
+                return PendingPlan(p.plan.id, p.trigger, p.shown_ms)
+            if self._queue:
+                at, plan, trigger = self._queue[0]
+                return PendingPlan(plan.id, trigger, at)
+            return None
 
     def on_agent_speech_start(self, t_ms: int) -> None:
         del t_ms
@@ -555,21 +612,26 @@ class LiveParticipant:
                         lambda r, f=act.field: isinstance(r, RevealOnAsk) and f in r.fields,
                         t_ms,
                     )
-            if self._utt is not None or self._queue:
-                return
             pending = self._live_pending(t_ms)
-            if pending is not None and cue_kind(pending.plan, pending.trigger) is not None:
-                return  # a cue is waiting for the participant: like the simulator's "busy"
-            if not self._opened:
-                plan = self.policy.opening()
-                if plan is not None:
-                    self._schedule(plan, t_ms + self.task.limits.response_gap_ms, "opening")
+            cue_waiting = pending is not None and cue_kind(pending.plan, pending.trigger)
+            if self._utt is not None or self._queue or cue_waiting:
+                # Like the simulator's "busy": answered once the participant has finished.
+                self._deferred.extend(acts)
+                if self._utt is not None:
+                    self._overlapped = self._utt
                 return
-            chosen = self.policy.respond(acts)
-            if chosen:
-                self._pending = None  # an unanswered plain question is overtaken
-            for c in chosen:
+            for c in self._respond(acts):
                 self._schedule(c.plan, t_ms + self.task.limits.response_gap_ms, c.trigger)
+
+    def _respond(self, acts: list[Act]) -> list[Chosen]:
+        """The plans answering a finished agent turn (the opening before anything else)."""
+        if not self._opened:
+            plan = self.policy.opening()
+            return [Chosen(plan, "opening")] if plan is not None else []
+        chosen = self.policy.respond(acts)
+        if chosen:
+            self._pending = None  # an unanswered plain question is overtaken
+        return chosen
 
     def on_lifecycle(self, artifact_id: str, state: Lifecycle,
                      changed: Sequence[str] = ()) -> None:
@@ -617,12 +679,17 @@ class LiveParticipant:
                 self._make_pending(plan, trigger, t_ms, events)
             if self._utt is not None:
                 self._utt.frames.append(pcm)
+                self._track_voice(self._utt, pcm)
             change = self._vad.push(pcm)
             if change == "onset" and self._utt is None:
                 self._start_utterance(t_ms, pcm, events)
             elif change == "end" and self._utt is not None:
                 ends, speech_auth = self._end_utterance(t_ms, events, tail)
                 auth = auth or speech_auth
+                if auth is None:
+                    # Already decided when the speculative transcription finished during
+                    # the VAD's end-of-utterance quiet: applied on this very frame.
+                    auth = self._collect_results(t_ms, tail)
             if self._utt is None:
                 self._preroll.append(pcm)
             events.extend(tail)
@@ -734,6 +801,10 @@ class LiveParticipant:
         kind = cue_kind(plan, trigger)
         if kind is None:
             return
+        self._show_cue(plan, trigger, kind, t_ms, events)
+
+    def _show_cue(self, plan: UserPlan, trigger: str, kind: CueKind, t_ms: int,
+                  events: list[Event]) -> Cue:
         world_line = None
         if trigger.startswith("world_event:"):
             world = next((w for w in self.task.world_events
@@ -750,6 +821,7 @@ class LiveParticipant:
         self._cues.append(cue)
         events.append(CueShow(cue_id=cue.cue_id, kind=cue.kind, plan_id=cue.plan_id,
                               text=cue.text))
+        return cue
 
     def _start_utterance(self, t_ms: int, pcm: Pcm, events: list[Event]) -> None:
         if self._live_pending(t_ms) is None and self._queue:
@@ -777,8 +849,9 @@ class LiveParticipant:
             events.append(UserPlanEvent(plan_id="live", intent="live", trigger="live:unprompted"))
         events.append(UserSpeechStart(plan_id=plan_id, realization_id=rid, text="",
                                       duration_ms=0))
+        frames = [*self._preroll, pcm]
         self._utt = _Utterance(plan=plan, plan_id=plan_id, realization_id=rid, onset_ms=t_ms,
-                               start_ms=start_ms, frames=[*self._preroll, pcm])
+                               start_ms=start_ms, frames=frames, last_loud=len(frames) - 1)
         self._preroll.clear()
 
     def _end_utterance(
@@ -788,6 +861,7 @@ class LiveParticipant:
         assert utt is not None
         hangover = int(getattr(self._vad, "hangover", 1))
         end_ms = max(utt.start_ms, t_ms + FRAME_MS - hangover * FRAME_MS)
+        overlap_cue = self._answer_deferred(utt, t_ms, end_ms, events)
         events.append(UserSpeechEnd(plan_id=utt.plan_id, realization_id=utt.realization_id))
         ends = False
         if utt.plan is not None:
@@ -800,33 +874,132 @@ class LiveParticipant:
             events.extend(self._outbox)
             self._outbox = []
             ends = utt.plan.ends_session
-        # The active cue (shown before this utterance began) is the context of its decision.
-        cue = next((c for c in reversed(self._cues)
-                    if c.done_ms is None and c.shown_ms <= utt.onset_ms), None)
+        # The active cue (shown before this utterance began) is the context of its decision;
+        # an approval asked while they were already answering is the context of that answer.
+        cue = overlap_cue or next((c for c in reversed(self._cues)
+                                   if c.done_ms is None and c.shown_ms <= utt.onset_ms), None)
         for c in self._cues:
             if (c.done_ms is None and c.shown_ms <= utt.onset_ms
                     and not _cue_authorizes(self.task, c)):
                 c.done_ms = t_ms
                 events.append(CueDone(cue_id=c.cue_id, reason="spoken"))
         job = _Job(utt=utt, end_ms=end_ms, cue=cue.model_copy() if cue else None,
-                   audio=np.concatenate(utt.frames) if utt.frames else silence())
+                   audio=self._audio(utt), priority=self._priority(utt, cue))
         if self._inline:
             return ends, self._apply(self._process(job), t_ms, tail)
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-asr")
-        self._jobs.append((job, self._executor.submit(self._process, job)))
+        if self._closed:
+            return ends, None
+        spec = utt.speculative
+        if spec is not None and not spec.cancelled():
+            # The voice paused long enough ago that its transcription is under way (or done):
+            # only the (cheap) classification is left.
+            fut: Future[_Result] = Future()
+
+            def finish(done: Future[tuple[str, str, str]], job: _Job = job) -> None:
+                try:
+                    text, error, name = done.result()
+                except BaseException as exc:  # cancelled by close(), or a worker fault
+                    text, error, name = "", f"{type(exc).__name__}: {exc}", self._asr_name()
+                fut.set_result(self._classify(job, text, error, name))
+
+            spec.add_done_callback(finish)
+        else:
+            fut = self._transcriber().submit(functools.partial(self._process, job),
+                                             job.priority)
+        self._jobs.append((job, fut))
         return ends, None
 
-    def _process(self, job: _Job) -> _Result:
-        """Transcribe and classify one utterance (on the worker thread)."""
-        text, error = "", ""
-        asr_name = getattr(self._asr, "name", "") or "faster-whisper-tiny.en"
+    def _audio(self, utt: _Utterance) -> Pcm:
+        frames = utt.frames[:utt.cut()]
+        return np.concatenate(frames) if frames else silence()
+
+    def _priority(self, utt: _Utterance, cue: Cue | None = None) -> int:
+        """AUTHORIZATION when the utterance's words can grant or revoke: its cue (or the cue
+        active when it began) authorizes, or it overlaps the end of an approval request."""
+        if cue is None:
+            cue = next((c for c in reversed(self._cues)
+                        if c.done_ms is None and c.shown_ms <= utt.onset_ms), None)
+        if _cue_authorizes(self.task, cue):
+            return AUTHORIZATION
+        if self._overlapped is utt and any(a.act == "request_approval" for a in self._deferred):
+            return AUTHORIZATION
+        return ROUTINE
+
+    def _transcriber(self) -> TranscriptionQueue:
+        return self._asr_queue or shared_queue()
+
+    def _track_voice(self, utt: _Utterance, pcm: Pcm) -> None:
+        """Follow the voice inside an utterance: once it has paused for :data:`TAIL_FRAMES`,
+        start transcribing what was said (at the utterance's priority); any new voice drops
+        that speculative transcription."""
+        if rms(pcm) >= self._voice_rms:
+            utt.last_loud = len(utt.frames) - 1
+            if utt.speculative is not None:
+                utt.speculative.cancel()  # a no-op if it already started; its result is unused
+                utt.speculative = None
+            return
+        if (self._inline or self._closed or utt.speculative is not None
+                or len(utt.frames) - 1 - utt.last_loud != TAIL_FRAMES):
+            return
+        utt.speculative = self._transcriber().submit(
+            functools.partial(self._transcribe, self._audio(utt)), self._priority(utt))
+
+    def _asr_name(self) -> str:
+        return getattr(self._asr, "name", "") or "faster-whisper-tiny.en"
+
+    def _answer_deferred(self, utt: _Utterance, t_ms: int, end_ms: int,
+                         events: list[Event]) -> Cue | None:
+        """Answer the agent turns that ended while this utterance was going on (or while a
+        plan was due), as the simulator does once it finishes speaking. When a turn ended
+        during an utterance attributed to no plan, the participant was answering it as it
+        ended (normal human timing): the first plan of the reply is attributed to this
+        utterance (``user.plan`` with trigger ``live:overlap:…``), its facts revealed, and an
+        approval or revocation becomes the utterance's cue, so "yes, please submit it" said
+        over the end of "Shall I submit it?" is decided with that request as context. The
+        returned cue (if any) is that context."""
+        overlapped, self._overlapped = self._overlapped is utt, None
+        if not self._deferred or self._queue:
+            return None
+        deferred, self._deferred = self._deferred, []
+        chosen = self._respond(deferred)
+        cue: Cue | None = None
+        if chosen and overlapped and utt.plan is None:
+            first = chosen.pop(0)
+            plan = first.plan
+            utt.plan, utt.plan_id = plan, plan.id
+            self.policy.spoken.append(plan.id)
+            for ref in plan.facts:
+                self._reveal(ref.fact, ref.version, t_ms, events)
+                self._said[ref.fact] = max(self._said.get(ref.fact, 0), ref.version)
+            events.append(UserPlanEvent(
+                plan_id=plan.id, intent=plan.intent, trigger=f"live:overlap:{first.trigger}",
+                facts=[f"{f.fact}@{f.version}" for f in plan.facts],
+            ))
+            kind = cue_kind(plan, first.trigger)
+            if kind in ("approve", "revoke"):
+                cue = self._show_cue(plan, first.trigger, kind, t_ms, events)
+        for c in chosen:
+            self._schedule(c.plan, end_ms + self.task.limits.response_gap_ms, c.trigger)
+        return cue
+
+    def _transcribe(self, audio: Pcm, lane: int = 0) -> tuple[str, str, str]:
+        """(text, error, recognizer name) for one utterance's audio, on the queue's ``lane``
+        (its recognizer unless the participant was given one)."""
+        text, error, asr_name = "", "", self._asr_name()
         try:
-            asr = self._asr or shared_asr()
+            asr = self._asr or lane_asr(lane)
             asr_name = asr.name
-            text = asr.transcribe(job.audio, SAMPLE_RATE)
+            text = asr.transcribe(audio, SAMPLE_RATE)
         except Exception as exc:  # an ASR fault must not end the session: it is logged
             error = f"{type(exc).__name__}: {exc}"
+        return text, error, asr_name
+
+    def _process(self, job: _Job, lane: int = 0) -> _Result:
+        """Transcribe and classify one utterance (on a queue lane's thread)."""
+        return self._classify(job, *self._transcribe(job.audio, lane))
+
+    def _classify(self, job: _Job, text: str, error: str, asr_name: str) -> _Result:
+        """Decide grant / revoke / none from the transcript with the job's cue as context."""
         try:
             decision = self._classifier.classify(text, job.cue, self.task)
         except Exception as exc:  # likewise for a classifier fault

@@ -42,6 +42,7 @@ from runtime.events import (
     AgentTranscript,
     AgentTruncated,
     ArtifactUpdate,
+    AuthHold,
     Event,
     EventLog,
     SessionEnd,
@@ -63,6 +64,10 @@ EventObserver = Callable[[Event], None]
 AUTH_HOLD_MS = 3000
 """Longest media time an approval-gated tool call is held while a live participant's
 authorization decision is still being computed (``UserSource.authorization_pending``)."""
+HEARD_TAIL_MS = 600
+"""An agent turn cut by the user's speech with at most this much of its audio left unplayed
+(and all of it generated) counts as heard: its acts reach the user source as a finished turn.
+People start answering while a question ends; the question was heard."""
 EndReason = Literal[
     "terminal_state", "agent_hangup", "user_goodbye", "timeout", "idle_timeout",
     "infrastructure_error", "agent_error",
@@ -205,6 +210,7 @@ class Orchestrator:
         self.observer = SemanticActObserver(task)
         self._terminal = [p for p in task.grading.terminal if isinstance(p, PredLifecycle)]
         self._gated_tools = {r.tool for r in task.authorization}
+        self._play: _Playout | None = None
 
     # ------------------------------------------------------------------ helpers
 
@@ -298,6 +304,15 @@ class Orchestrator:
         )
         return RunResult(self.run_dir, reason, failure, self.clock.t_ms, wall)
 
+    @property
+    def agent_audio_left_ms(self) -> int | None:
+        """Agent audio received and not yet played, once the agent has finished generating
+        its turn (None while it is silent or still generating): how soon its turn ends."""
+        play = self._play
+        if play is None or not play.speaking or not play.response_done:
+            return None
+        return len(play.buffer) * 1000 // SAMPLE_RATE
+
     async def _run_tool(self, ev: ToolCallRequest) -> None:
         self._emit(ToolCall(call_id=ev.call_id, name=ev.name, args=ev.args))
         result = self.workbench.call_tool(ev.call_id, ev.name, ev.args)
@@ -311,7 +326,7 @@ class Orchestrator:
 
     async def _loop(self) -> tuple[EndReason, str]:
         limits = self.task.limits
-        play = _Playout()
+        play = self._play = _Playout()
         last_activity = 0
         terminal_at: int | None = None
         hangup = False
@@ -361,6 +376,11 @@ class Orchestrator:
             if held and (
                 not self.user.authorization_pending or t - held_since >= AUTH_HOLD_MS
             ):
+                self._emit(AuthHold(
+                    call_ids=[r.call_id for r in held], tools=[r.name for r in held],
+                    waited_ms=t - held_since,
+                    outcome="expired" if self.user.authorization_pending else "decided",
+                ))
                 for req in held:
                     await self._run_tool(req)
                 held = []
@@ -411,6 +431,10 @@ class Orchestrator:
                         await self.agent.truncated(heard)
                         play.buffer = play.buffer[:0]
                         self._emit(AgentSpeechEnd(turn=play.turn, played_ms=heard))
+                        if play.response_done and dropped <= HEARD_TAIL_MS and play.acts:
+                            # Cut in its last moments: the turn was heard (the simulator and
+                            # the live participant answer it once they finish speaking).
+                            self.user.on_agent_turn_end(play.acts, t)
                         play.speaking, play.acts = False, []
                 elif isinstance(ev, ResponseDone):
                     play.response_done = True

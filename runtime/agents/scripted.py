@@ -152,7 +152,11 @@ class ScriptedAgent:
         if after == "none":
             return True
         if after == "user":
-            return self._vad.utterances_ended > self._ends_at_prev_start and not self._vad.in_speech
+            # A turn that only calls tools need not wait for the caller to fall silent again:
+            # it acts on the utterance that ended (a person may already be answering the next
+            # question); a turn that speaks waits for silence.
+            quiet = not turn.say or not self._vad.in_speech
+            return self._vad.utterances_ended > self._ends_at_prev_start and quiet
         assert isinstance(after, AfterMs)
         return t >= self._prev_end + after.ms
 

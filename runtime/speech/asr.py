@@ -169,3 +169,21 @@ def shared_asr() -> WhisperASR:
             asr.load()
             _shared = asr
         return _shared
+
+
+_lanes: dict[int, WhisperASR] = {}
+
+
+def lane_asr(lane: int) -> WhisperASR:
+    """The recognizer for a transcription-queue lane (runtime/speech/asr_queue.py): lane 0
+    is :func:`shared_asr`; any other lane has a model of its own (one CPU thread), so
+    authorization utterances never wait for the shared model to finish another call's."""
+    if lane == 0:
+        return shared_asr()
+    with _shared_lock:
+        asr = _lanes.get(lane)
+        if asr is None:
+            asr = WhisperASR(threads=1)
+            asr.load()
+            _lanes[lane] = asr
+        return asr

@@ -110,6 +110,9 @@
       case "auth.invalidated":
         add("demo-auth", at + "invalidated <b>" + esc(e.action) + "</b>: " + esc(e.changed.join(", ")) + " edited after the approval", "ev-auth-revoke");
         break;
+      case "auth.hold":
+        add("demo-auth", at + "held <b>" + esc(e.tools.join(", ")) + "</b> " + esc(String(e.waited_ms)) + " ms for a live decision (" + esc(e.outcome) + ")", e.outcome === "expired" ? "ev-auth-blocked" : "ev-auth-use");
+        break;
       case "auth.use":
         add("demo-auth", at + "used <b>" + esc(e.action) + "</b> by " + esc(e.call_id), "ev-auth-use");
         break;

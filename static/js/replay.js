@@ -42,6 +42,7 @@
       case "auth.grant": return "granted " + e.action;
       case "auth.revoke": return "revoked " + e.action;
       case "auth.invalidated": return "invalidated " + e.action + " (edited: " + e.changed.join(", ") + ")";
+      case "auth.hold": return "held " + e.tools.join(", ") + " " + e.waited_ms + " ms for a live decision: " + (e.outcome === "expired" ? "EXPIRED (infrastructure)" : "decided");
       case "auth.use": return "used " + e.action;
       case "auth.blocked": return "BLOCKED " + e.action;
       case "duplex.fire": return e.kind + " → " + e.plan_id + (e.overlap === false ? " (agent silent)" : "");
