@@ -172,7 +172,9 @@ def card_view(card: RoleCard) -> dict[str, Any]:
         "constraints": list(card.constraints),
         "objective": card.objective_for_user,
         "facts": [{"id": f.fact_id, "description": f.description, "value": f.value,
-                   "version": f.version, "since_ms": f.since_ms} for f in card.facts],
+                   "version": f.version, "since_ms": f.since_ms,
+                   "released": not f.known_at_start, "when_asked": f.when_asked}
+                  for f in card.facts],
         "cues": cues,
         "active_cue": None if active is None else {
             "id": active.cue_id, "kind": active.kind, "text": active.text,

@@ -69,7 +69,8 @@ def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
                 fact_id, _, version = ref.rpartition("@")
                 if version.isdigit():
                     revealed.add((fact_id, int(version)))
-        elif isinstance(ev, CardFact):
+        elif isinstance(ev, CardFact) and not ev.known_at_start:
+            # Known from the start is not revealed: the caller has not said it yet.
             revealed.add((ev.fact_id, ev.version))
         elif isinstance(ev, UserSpeechStart | UserTranscript) and ev.text:
             texts.append(ev.text)

@@ -298,6 +298,10 @@ class CardFact(_Event):
     source: Source = "user"
     fact_id: str
     version: int
+    known_at_start: bool = False
+    """The participant's own knowledge, on the card from the first second (a ``volunteer``
+    or ``on_ask`` fact's first version): not a reveal. Released facts (a correction, a fact
+    learned during the call) have False."""
 
 
 class UserTranscript(_Event):

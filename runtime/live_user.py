@@ -108,6 +108,11 @@ class RoleCardFact(BaseModel):
     version: int
     """1 for the first value; a higher version is a correction that replaced the earlier one."""
     since_ms: int
+    known_at_start: bool = False
+    """On the card from the first second (what the participant knows before the call);
+    False: released during the call (the page highlights it)."""
+    when_asked: bool = False
+    """Give it when the assistant asks for it (an ``on_ask`` fact), not up front."""
 
 
 class Cue(BaseModel):
@@ -186,6 +191,31 @@ def surface_forms(value: Any, spoken: Iterable[str] = ()) -> set[str]:
         if isinstance(v, int | float) and not isinstance(v, bool) and abs(v) >= 1000:
             out.add(f"{v:,}")
     return {s for s in out if s}
+
+
+def styled_forms(value: Any, spoken: Sequence[str] = ()) -> dict[str, str]:
+    """:func:`surface_forms` keyed by their style (``text``, ``md`` "June 11", ``mdo``
+    "June 11th", ``dm`` "11 June", ``comma`` "1,870", ``spoken0`` …, ``item0.md`` … for a
+    list), so a form of one value can be swapped for the same form of another."""
+    out: dict[str, str] = {f"spoken{i}": s for i, s in enumerate(spoken) if s}
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            out.update({f"item{i}.{k}": f for k, f in styled_forms(v).items()})
+        return out
+    if value is None:
+        return out
+    text = str(value).strip()
+    out["text"] = text
+    m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", text)
+    if m:
+        month, day = _MONTHS[int(m.group(2)) - 1], int(m.group(3))
+        out |= {"md": f"{month} {day}", "mdo": f"{month} {_ordinal(day)}",
+                "dm": f"{day} {month}"}
+    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= 1000:
+        out["comma"] = f"{value:,}"
+    return {k: f for k, f in out.items() if f}
 
 
 def field_gold_strings(task: TaskSpec) -> set[str]:
@@ -464,6 +494,7 @@ class LiveParticipant:
         self._opened = False
         self.agent_has_spoken = False
         self._card: dict[str, tuple[int, int]] = {}
+        self._known_at_start: set[str] = set()
         self._said: dict[str, int] = {}
         """Highest version of each fact carried by a plan the participant voiced."""
         self._cues: list[Cue] = []
@@ -479,9 +510,11 @@ class LiveParticipant:
         self._jobs: deque[tuple[_Job, Future[_Result]]] = deque()
         self._closed = False
         for fact in task.user.facts:
-            for k in range(1, len(fact.versions) + 1):
-                if isinstance(reveal_rule(fact, k), RevealVolunteer):
-                    self._reveal(fact.id, k, 0, self._outbox)
+            # What the participant knows before the call: the first value of every fact
+            # they would give when asked or volunteer. Later versions (corrections) and facts
+            # learned during the call are released by the reveal graph.
+            if isinstance(reveal_rule(fact, 1), RevealVolunteer | RevealOnAsk):
+                self._reveal(fact.id, 1, 0, self._outbox, known_at_start=True)
 
     # ------------------------------------------------------------------ microphone side
 
@@ -710,22 +743,25 @@ class LiveParticipant:
                 facts.append(RoleCardFact(
                     fact_id=fact.id, description=fact_label(task, fact),
                     value=fact.versions[version - 1].value, version=version, since_ms=since,
+                    known_at_start=fact.id in self._known_at_start and version == 1,
+                    when_asked=isinstance(reveal_rule(fact, version), RevealOnAsk),
                 ))
             cues = [c.model_copy() for c in self._cues]
             active = next((c for c in reversed(cues) if c.done_ms is None), None)
             persona = task.user.persona
-            goals = [g for g in (_strip_stage_parentheses(g) for g in task.user.goals)
-                     if self._line_visible(g)]
-            constraints = [c for c in task.user.constraints if self._line_visible(c)]
-            role = self._redact(persona.role)
+            goals = [self._mask(g) for g in (_strip_stage_parentheses(g) for g in task.user.goals)
+                     if g and not _STAGE.search(g)]
+            constraints = [self._mask(c) for c in task.user.constraints
+                           if c and not _STAGE.search(c)]
+            role = self._mask(persona.role)
             return RoleCard(
                 persona_name=persona.name, persona_role=role,
-                speaking_style=self._redact(persona.speaking_style), goals=goals,
+                speaking_style=self._mask(persona.speaking_style), goals=goals,
                 constraints=constraints,
                 objective_for_user=(
                     f"You are {persona.name}, {role}. You are on a call with an "
-                    "assistant who can get this done for you. Your card shows what you know "
-                    "so far; more appears as the call goes on."
+                    "assistant who can get this done for you. Your card shows what you know; "
+                    "anything new that comes up during the call is added and highlighted."
                 ),
                 facts=facts, cues=cues, active_cue=active, elapsed_ms=self._now,
                 guidance=GUIDANCE,
@@ -752,11 +788,29 @@ class LiveParticipant:
         # A lone character ("2") is not a usable pattern: it would hide every line.
         return sorted((h for h in hidden if len(h) >= 2), key=len, reverse=True)
 
-    def _redact(self, line: str) -> str:
-        """The persona's own words with every value not yet on the card replaced by "…"
-        (a role such as "starting a job at the North Tower" names an on-ask fact)."""
-        for form in self._hidden_forms():
-            line = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", "…", line, flags=re.IGNORECASE)
+    def _mask(self, line: str) -> str:
+        """A goal, constraint or persona line as the participant may read it now: a value of
+        a fact version not on the card yet is shown as the version on the card, in the same
+        form ("June 11" → "June 13" until the corrected end date is released), or as "…"
+        when no version is; a gold value the participant does not know is "…"."""
+        swaps: dict[str, str] = {}
+        for fact in self.task.user.facts:
+            shown = self._card.get(fact.id, (0, 0))[0]
+            known = set().union(*(surface_forms(v.value, v.spoken)
+                                  for v in fact.versions[:shown])) if shown else set()
+            current = styled_forms(fact.versions[shown - 1].value,
+                                   fact.versions[shown - 1].spoken) if shown else {}
+            for v in fact.versions[shown:]:
+                for style, form in styled_forms(v.value, v.spoken).items():
+                    if form not in known and len(form) >= 2:
+                        swaps.setdefault(form, current.get(style, "…"))
+        folded = {k.casefold() for k in self._known_forms()[0]}
+        for gold in field_gold_strings(self.task):
+            if gold.casefold() not in folded and len(gold) >= 2:
+                swaps.setdefault(gold, "…")
+        for form in sorted(swaps, key=len, reverse=True):
+            line = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", swaps[form], line,
+                          flags=re.IGNORECASE)
         return line
 
     def _line_visible(self, line: str) -> bool:
@@ -780,12 +834,15 @@ class LiveParticipant:
             return None
         return p
 
-    def _reveal(self, fact_id: str, version: int, t_ms: int, events: list[Event]) -> None:
+    def _reveal(self, fact_id: str, version: int, t_ms: int, events: list[Event],
+                known_at_start: bool = False) -> None:
         current = self._card.get(fact_id)
         if current is not None and current[0] >= version:
             return
         self._card[fact_id] = (version, t_ms)
-        events.append(CardFact(fact_id=fact_id, version=version))
+        if known_at_start:
+            self._known_at_start.add(fact_id)
+        events.append(CardFact(fact_id=fact_id, version=version, known_at_start=known_at_start))
 
     def _reveal_where(self, pred: Any, t_ms: int) -> None:
         for fact in self.task.user.facts:

@@ -161,8 +161,12 @@ async def test_the_agent_hears_the_participant_and_answers_over_webrtc(tmp_path:
                               limits={"max_duration_ms": 14_000})
     call = await manager.open(_plan(tmp_path, task))
     assert call.state == "waiting"
+    # From the first second the card holds what she knows (given when asked), never a
+    # correction the reveal graph has not released.
     on_ask = {f.id for f in task.user.facts if f.reveal.rule == "on_ask"}
-    assert not on_ask & {f["id"] for f in call.card()["facts"]}
+    first = {f["id"]: f for f in call.card()["facts"]}
+    assert on_ask <= set(first) and all(first[f]["when_asked"] for f in on_ask)
+    assert all(f["version"] == 1 and not f["released"] for f in first.values())
     peer = BrowserPeer(opening_audio(task))
     await peer.connect(call)
     await _until(lambda: call.state == "running", 30, "the call to start")
@@ -174,12 +178,12 @@ async def test_the_agent_hears_the_participant_and_answers_over_webrtc(tmp_path:
     assert store.log[-1][:3] == ("finished", 1, "complete")
     events = read_events(call.run_dir / "events.jsonl").events
     # The agent heard the opening: its second turn (asking for the account ID) came after the
-    # participant's utterance ended, and the card revealed the on_ask fact.
+    # participant's utterance ended; the account ID was on the card from the start.
     speech_end = next(e for e in events if e.type == "user.speech.end")
     asks = [e for e in events if e.type == "agent.transcript" and "account ID" in e.text]
     assert asks and asks[0].seq > speech_end.seq
-    revealed = [e for e in events if e.type == "card.fact" and e.fact_id == "account_id"]
-    assert revealed and revealed[0].t_media_ms >= asks[0].t_media_ms
+    known = [e for e in events if e.type == "card.fact" and e.fact_id == "account_id"]
+    assert known and known[0].t_media_ms == 0 and known[0].known_at_start
     assert "account_id" in {f["id"] for f in call.card()["facts"]}
     transcript = next(e for e in events if e.type == "user.transcript")
     if not transcript.error:  # faster-whisper installed (the speech extra)

@@ -251,9 +251,9 @@ def test_leak_scan_catches_a_gold_value_on_the_card() -> None:
     assert gold_leaks(task, card) == set()
     assert gold_leaks(task, card.model_copy(update={"goals": ["Set status to submitted."]})) \
         == {"submitted"}
-    # An on-ask fact not yet on the card is a leak too, until it is revealed.
-    assert gold_leaks(task, card.model_copy(update={"guidance": "Your ID is E2290."})) \
-        == {"E2290"}
+    # A corrected value not released yet is a leak too (the card shows the first end date).
+    assert gold_leaks(task, card.model_copy(update={"guidance": "You end on 2027-06-11."})) \
+        == {"2027-06-11"}
 
 
 @pytest.mark.parametrize("task_id", sorted(TASKS))
@@ -308,15 +308,20 @@ def test_facts_appear_only_after_their_reveal_condition() -> None:
     asr = TextASR()
     p = LiveParticipant(task, asr=asr, transcribe_inline=True)
     first = p.next_frame(0)
-    assert [e.fact_id for e in first.events if isinstance(e, CardFact)] == [
-        "employee_name", "leave_type"]
-    assert set(_values(p)) == {"employee_name", "leave_type"}  # volunteer only
+    # From the first second: what she knows before the call (volunteered or given when
+    # asked), never a later version (the corrected end date comes after approve_first).
+    at_start = [e for e in first.events if isinstance(e, CardFact)]
+    assert {e.fact_id for e in at_start} == {
+        "employee_name", "leave_type", "employee_id", "start_date", "end_date",
+        "covering_colleague", "manager", "contact_phone", "reason"}
+    assert all(e.known_at_start and e.version == 1 for e in at_start)
+    card = p.role_card()
+    assert card.goals == ["Book vacation from June 2 to June 13, 2027, covered by Sam Okafor."]
+    assert [f.fact_id for f in card.facts if not f.when_asked] == ["employee_name", "leave_type"]
     p.policy.spoken.append("opening")
     p._opened = True  # the opening was said (not part of this test)
-    # The agent asks for the start date: on-ask facts for that field appear, no others.
     p.on_agent_turn_end([Act(act="ask", field="start_date", text="Start date?")], 40)
     p.next_frame(40)
-    assert set(_values(p)) == {"employee_name", "leave_type", "start_date", "end_date"}
     assert _values(p)["end_date"] == ("2027-06-13", 1)
     assert p.pending is None  # the answer plan is due after the response gap, not before
     for t in range(80, 480, FRAME_MS):
@@ -341,8 +346,13 @@ def test_facts_appear_only_after_their_reveal_condition() -> None:
     auths = [f.authorization for f in frames if f.authorization is not None]
     assert auths == [SpeechAuthorization("grant", "commit:lr_1", "approve_first",
                                          "Yes, please submit it.")]
-    # after_plan approve_first: the corrected end date replaces the old one.
+    # after_plan approve_first: the corrected end date replaces the old one, released now
+    # (highlighted), and the goal follows it.
     assert _values(p)["end_date"] == ("2027-06-11", 2)
+    released = next(f for f in p.role_card().facts if f.fact_id == "end_date")
+    assert not released.known_at_start and released.since_ms > 0
+    assert p.role_card().goals == [
+        "Book vacation from June 2 to June 11, 2027, covered by Sam Okafor."]
     # The approve cue is done; the only cue left is the authored revocation, due on media time
     # after the approval ended, whatever the agent does.
     active = p.role_card().active_cue

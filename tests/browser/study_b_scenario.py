@@ -45,7 +45,7 @@ SAMPLE_JS = """() => {
   return {state: p.state, elapsed: p.serverElapsedMs || 0, connection: p.connection,
           facts: Object.assign({}, p.facts || {}), cue: p.activeCue || null,
           dom_facts: Array.from(document.querySelectorAll('#card-facts dd[data-fact]'))
-                          .map(d => d.dataset.fact),
+                          .map(d => d.dataset.fact + '@' + d.dataset.version),
           cue_box: (document.querySelector('#cue-box.active #cue-text') || {}).textContent || null};
 }"""
 

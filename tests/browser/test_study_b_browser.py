@@ -179,14 +179,18 @@ def test_a_session_over_webrtc_reveals_a_fact_and_shows_a_cue(e2e: dict[str, Any
     asks = [e for e in events if e.type == "agent.act" and e.act == "ask"]
     account_ask = next(e for e in asks if e.field == "account_id")
     assert ends and account_ask.seq > ends[0].seq
-    # The card revealed the on_ask fact when its condition fired, not before ...
-    fact = next(e for e in events if e.type == "card.fact" and e.fact_id == "account_id")
-    assert fact.seq > account_ask.seq
-    assert "account_id" not in call["before"]["dom_facts"]
+    # The card shows what she knows from the first second (the account ID, given when
+    # asked); the corrected duplicate invoice number appears when the reveal graph releases
+    # it, not before ...
+    assert "account_id@1" in call["before"]["dom_facts"]
+    fact = next(e for e in events if e.type == "card.fact" and e.fact_id == "duplicate_invoice"
+                and e.version == 2)
+    assert not fact.known_at_start and fact.seq > account_ask.seq
+    assert "duplicate_invoice@2" not in call["before"]["dom_facts"]
     running = [s for s in call["samples"] if s["state"] == "running"]
-    assert any("account_id" not in s["dom_facts"] for s in running)
-    shown = [s for s in running if "account_id" in s["dom_facts"]]
-    assert shown, "the account ID never appeared on the card"
+    assert any("duplicate_invoice@2" not in s["dom_facts"] for s in running)
+    shown = [s for s in running if "duplicate_invoice@2" in s["dom_facts"]]
+    assert shown, "the corrected invoice number never appeared on the card"
     # ... and the browser saw it no earlier than the server logged it (media ms, at 1 s).
     assert shown[0]["elapsed"] + 1000 >= fact.t_media_ms
     # A cue appeared at its anchor (the end of the agent's invoice question) and the page
