@@ -16,7 +16,7 @@ from grading.corrections import (
     read_corrections,
     record_correction,
 )
-from grading.gates import grade_run_dir
+from grading.gates import correction_effect, grade_run_dir
 from runtime.events import AuthBlocked, AuthDecisionEvent, read_events
 from tests.test_live_user import TASKS, run_live
 
@@ -111,6 +111,16 @@ def test_a_block_caused_by_a_misheard_approval_is_excused(hesitant_run: Path,
     # The block is no longer the agent's fault, but the request was never committed.
     assert after.gates == {"TS": False, "PV": True, "AC": True, "AV": True}
     assert not after.WS
+    # The replay page's before → after says which gate moved and why WS stays 0.
+    effect = correction_effect(before, after, events)
+    assert effect.gates["PV"] == (False, True) and effect.gates["TS"] == (False, False)
+    assert effect.gates["WS"] == (False, False)
+    assert effect.changed_decisions == [
+        f"decision {seq}: none → grant (ben: replay: she clearly says 'go ahead' under the "
+        "noise)"]
+    assert any(n.startswith("PV now passes") for n in effect.notes)
+    assert any(n.startswith("TS still fails: the blocked call never ran") for n in effect.notes)
+    assert grade_run_dir(run, TASKS, apply_corrections=False) == before
 
 
 def test_bad_decision_seq_and_bad_values_are_refused(approved_run: Path,

@@ -559,6 +559,17 @@ def test_correcting_a_decision_in_replay_regrades_with_provenance(
     # re-graded: the commit now went through without an approval, so WS is 0
     grade = re.search(r"WS <b class=\"(pass|fail)\">(\d)</b>", page.text)
     assert grade and grade.group(2) == "0"
+    # … and the page says so: before → after, the decision that changed, and why
+    regrade = re.search(r'id="regrade">(.*?)</table>', page.text, re.S)
+    assert regrade
+    rows = [text_of(r) for r in re.findall(r"<tr>(.*?)</tr>", regrade.group(1), re.S)]
+    assert rows[1].split() == ["as", "logged", "pass", "pass", "pass", "pass", "pass"]
+    assert rows[2].split() == ["with", "corrections", "pass", "fail", "←", "pass", "pass",
+                               "fail", "←"]
+    changed = text_of(re.search(r'id="changed-decisions">(.*?)</ul>', page.text,
+                                re.S).group(1))  # type: ignore[union-attr]
+    assert f"decision {last}: grant → none" in changed and reason in changed
+    assert "PV now fails" in text_of(page.text)
     row_html = re.search(rf'id="decision-{last}"(.*?)</tr>', page.text, re.S)
     assert row_html and "none (corrected)" in text_of(row_html.group(1))
     # the corrections travel to the timeline lanes

@@ -21,7 +21,7 @@ from grading.corrections import (
     read_corrections_checked,
     record_correction,
 )
-from grading.gates import RunDirError, read_meta
+from grading.gates import RunDirError, correction_effect, grade_run_dir, read_meta
 from runtime.events import AuthDecisionEvent, Event, read_events
 
 MAX_REASON = 2000
@@ -140,11 +140,15 @@ async def replay(request: Request, run_path: str, user: UserDep,
                 if r.meta.get("task_id") == meta.get("task_id") and r.path != run_path]
     decisions, corrections, problems = _decisions(run_dir, log_events)
     notices.extend(problems)
+    effect = None
+    if grade is not None and grade.corrections:
+        before = grade_run_dir(run_dir, tasks, apply_corrections=False)
+        effect = correction_effect(before, grade, log_events)
     return render(request, "replay.html", {
         "user": user, "run_path": run_path, "meta": meta, "notices": notices,
         "siblings": siblings,
         "events_json": _script_json(events), "has_trace": has_trace, "grade": grade,
-        "task": task, "decisions": decisions, "corrections": corrections,
+        "task": task, "decisions": decisions, "corrections": corrections, "effect": effect,
         "corrections_json": _script_json([c.model_dump(mode="json") for c in corrections]),
         "decision_values": DECISIONS,
         "correction_error": request.query_params.get("correction_error"),
