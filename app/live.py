@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -60,7 +61,15 @@ from app.rtc import (
 from runtime.agents.base import InfrastructureError
 from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm
 from runtime.campaign import AgentFactory
-from runtime.events import EVENT_ADAPTER, Event, SessionEnd, read_events
+from runtime.events import (
+    EVENT_ADAPTER,
+    AgentSpeechStart,
+    AgentTranscript,
+    AgentTruncated,
+    Event,
+    SessionEnd,
+    read_events,
+)
 from runtime.orchestrator import ClockMode, Orchestrator, RunResult
 from runtime.simulator import UserSource
 from runtime.spec import TaskSpec
@@ -91,12 +100,34 @@ PARTICIPANT_MESSAGES: dict[str, str] = {
     "waiting": "Press “Start call” when you are ready.",
     "running": "The call is on.",
     "complete": "This session is finished. Thank you!",
-    "incomplete": "This session ended early (the connection was interrupted). You can go on "
-                  "with the next session.",
+    "incomplete": "This session ended early. You can go on with the next session.",
     "failed": "This session ended early because of a technical problem on our side. You can "
               "go on with the next session.",
 }
 """What a participant is told about a call's state: never the detail the researcher sees."""
+PARTICIPANT_LABELS: dict[str, str] = {
+    "waiting": "Not started",
+    "running": "Call in progress",
+    "complete": "Call finished – thank you",
+    "incomplete": "Ended early",
+    "failed": "Ended early",
+}
+"""The call state's tag on the participant's page, in plain words (the internal state names
+``waiting``, ``running``, ``complete``, ``incomplete`` and ``failed`` are never shown; the
+page says "Connecting…" while its connection comes up)."""
+CAPTION_EVENTS = frozenset({"agent.speech.start", "agent.transcript", "agent.truncated"})
+"""Event types that change the captions (when the study shows them)."""
+CAPTION_TURNS = 3
+"""Captions show the agent's last few turns."""
+
+
+def participant_status(state: str, elapsed_ms: int = 0,
+                       connected: bool = False) -> dict[str, Any]:
+    """A call state as the participant's page receives it: the state (for the page's logic,
+    never printed), its plain label and message, the elapsed time."""
+    shown = state if state in PARTICIPANT_MESSAGES else "incomplete"
+    return {"state": shown, "label": PARTICIPANT_LABELS[shown], "elapsed_ms": elapsed_ms,
+            "connected": connected, "message": PARTICIPANT_MESSAGES[shown]}
 
 
 class LiveCallError(Exception):
@@ -164,6 +195,11 @@ def card_view(card: RoleCard) -> dict[str, Any]:
     cues = [{"id": c.cue_id, "kind": c.kind, "text": c.text, "shown_ms": c.shown_ms,
              "done_ms": c.done_ms} for c in card.cues]
     active = card.active_cue
+    # The cue box keeps the last cue until a newer one replaces it: a cue is done
+    # (``cue.done``) when the participant's answer ends, often seconds before the agent
+    # reacts to it; the page then shows it greyed, marked done.
+    last = card.cues[-1] if card.cues else None
+    shown = active if active is not None else last
     return {
         "persona_name": card.persona_name,
         "persona_role": card.persona_role,
@@ -179,8 +215,62 @@ def card_view(card: RoleCard) -> dict[str, Any]:
         "active_cue": None if active is None else {
             "id": active.cue_id, "kind": active.kind, "text": active.text,
             "shown_ms": active.shown_ms},
+        "shown_cue": None if shown is None else {
+            "id": shown.cue_id, "kind": shown.kind, "text": shown.text,
+            "shown_ms": shown.shown_ms, "done": shown is not active},
         "guidance": card.guidance,
     }
+
+
+class Captions:
+    """The agent's words for the participant's page, turn by turn, when the study shows
+    captions. Fed the run's events on the call's thread; read from the server's loop.
+
+    A turn's text (``agent.transcript``) is shown once that turn's speech has started
+    (``agent.speech.start``): an agent that sends its text before its audio never shows words
+    before they are heard. A turn cut short (``agent.truncated``: the participant cut in) keeps
+    only the share of its words that was played, ending in "…". Nothing but the agent's words
+    is kept: no plan ids, no event types, no acts or tool results."""
+
+    def __init__(self, turns: int = CAPTION_TURNS) -> None:
+        self.turns = turns
+        self._lock = threading.Lock()
+        self._text: dict[int, str] = {}
+        self._heard: dict[int, float] = {}
+        self._spoken: set[int] = set()
+
+    def on_event(self, event: Event) -> bool:
+        """Take one run event; True when the captions may have changed."""
+        with self._lock:
+            if isinstance(event, AgentSpeechStart):
+                self._spoken.add(event.turn)
+            elif isinstance(event, AgentTranscript):
+                text = event.text.strip()
+                if not text:
+                    return False
+                before = self._text.get(event.turn)
+                self._text[event.turn] = f"{before} {text}" if before else text
+            elif isinstance(event, AgentTruncated):
+                total = event.heard_ms + event.dropped_ms
+                self._heard[event.turn] = event.heard_ms / total if total > 0 else 1.0
+            else:
+                return False
+            return True
+
+    def view(self) -> list[dict[str, Any]]:
+        """The last ``turns`` spoken turns: ``{"turn", "text", "cut"}``."""
+        with self._lock:
+            shown = sorted(t for t in self._text if t in self._spoken)[-self.turns:]
+            out = []
+            for turn in shown:
+                text, cut = self._text[turn], False
+                share = self._heard.get(turn)
+                if share is not None and share < 1.0:
+                    words = text.split()
+                    kept = words[:int(len(words) * share)]
+                    text, cut = (" ".join(kept) + "…") if kept else "…", True
+                out.append({"turn": turn, "text": text, "cut": cut})
+            return out
 
 
 def shown_fact_values(card: RoleCard) -> list[Any]:
@@ -255,6 +345,8 @@ class CallPlan:
     on_disconnect: OnDisconnect = "rejoin"
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Extra ``meta.json`` fields (study, participant label, position)."""
+    captions: bool = False
+    """Show the participant the agent's words (the study's captions option)."""
 
 
 @dataclass
@@ -267,6 +359,8 @@ class CallProbes:
     agent_out: LatencyProbe | None = None
     frame: Callable[[int], None] | None = None
     """Called with ``t_media_ms`` as each frame is written (media-clock deadlines)."""
+    event: Callable[[Event], None] | None = None
+    """Called with every run event as it is logged (a robot participant listens here)."""
 
 
 class LiveCall:
@@ -319,6 +413,9 @@ class LiveCall:
         self._mic_levels: deque[int] = deque(maxlen=1000 // FRAME_MS)
         self.mic_trimmed = 0
         """Microphone samples skipped to keep the standing queue short."""
+        self.orchestrator: Orchestrator | None = None
+        """The run's orchestrator once it started (read-only use: a robot participant)."""
+        self.captions: Captions | None = Captions() if plan.captions else None
 
     # ---------------------------------------------------------------- what the page sees
 
@@ -327,12 +424,14 @@ class LiveCall:
         return self.state not in ACTIVE
 
     def card(self) -> dict[str, Any]:
-        return card_view(self.participant.role_card())
+        view = card_view(self.participant.role_card())
+        if self.captions is not None:
+            view["captions"] = self.captions.view()
+        return view
 
     def status(self) -> dict[str, Any]:
         """Call state for the participant's page (no researcher detail)."""
-        return {"state": self.state, "elapsed_ms": self.media_ms,
-                "connected": self.listening, "message": PARTICIPANT_MESSAGES[self.state]}
+        return participant_status(self.state, self.media_ms, self.listening)
 
     @property
     def peer_connected(self) -> bool:
@@ -426,7 +525,7 @@ class LiveCall:
 
     async def _run(self) -> RunResult:
         agent = self.plan.factory.make(self.task)
-        orch = Orchestrator(
+        orch = self.orchestrator = Orchestrator(
             self.task, agent, self.participant, self.run_dir, agent_spec=self.plan.factory.spec,
             seed=self.plan.seed, clock=self.clock,
             meta_extra={"run_id": f"study-b-{self.key}", "live": True, "study_b": True,
@@ -462,9 +561,14 @@ class LiveCall:
                 self.participant.push_audio(pcm)
 
     def _on_event(self, event: Event) -> None:
+        if self.probes.event is not None:
+            self.probes.event(event)
         if isinstance(event, SessionEnd):
             self._end_detail = event.detail
-        if event.type in CARD_EVENTS:
+        changed = event.type in CARD_EVENTS
+        if self.captions is not None and event.type in CAPTION_EVENTS:
+            changed = self.captions.on_event(event) or changed
+        if changed:
             self.card_version += 1
             self.signal.notify()
 
@@ -656,8 +760,7 @@ class LiveCallManager:
             if self.limits:
                 task = task.model_copy(update={"limits": task.limits.model_copy(
                     update=self.limits)})
-                plan = CallPlan(plan.key, task, plan.factory, plan.run_dir, plan.run_rel,
-                                plan.seed, plan.on_disconnect, plan.meta)
+                plan = dataclasses.replace(plan, task=task)
             asr = await asyncio.to_thread(self.asr_factory)
             participant = await asyncio.to_thread(self.participant_factory, task, plan.seed, asr)
             feeder = self.feeder_factory(plan) if self.feeder_factory is not None else None

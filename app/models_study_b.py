@@ -39,6 +39,8 @@ class StudyB(SQLModel, table=True):
     on_disconnect: str = Field(default="rejoin", max_length=16)
     """``rejoin`` (a reload continues the same session) or ``incomplete`` (it ends the session
     and marks it incomplete)."""
+    captions: bool = False
+    """Show the participant the agent's words as captions during a call (off by default)."""
 
 
 class Participant(SQLModel, table=True):
@@ -57,6 +59,8 @@ class Participant(SQLModel, table=True):
     """``pending``, ``given`` or ``declined``."""
     consent_at: datetime | None = None
     mic_checked_at: datetime | None = None
+    headphones_checked_at: datetime | None = None
+    """When the participant confirmed they heard the test sound and wear headphones."""
     created_at: datetime = Field(default_factory=_now)
     finished_at: datetime | None = None
 

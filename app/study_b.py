@@ -105,6 +105,8 @@ class NewStudy:
     completion_code: str = ""
     completion_url: str = ""
     on_disconnect: str = "rejoin"
+    captions: bool = False
+    """Show participants the agent's words as captions during their calls."""
 
 
 # --------------------------------------------------------------------------- systems
@@ -227,7 +229,7 @@ def create_study(db: Session, new: NewStudy, *, tasks: Mapping[str, TaskSpec],
         sessions_per_participant=new.sessions_per_participant or 0,
         plan=plan.to_json(), consent_text=new.consent_text.strip(),
         completion_code=new.completion_code.strip(), completion_url=new.completion_url.strip(),
-        on_disconnect=new.on_disconnect,
+        on_disconnect=new.on_disconnect, captions=bool(new.captions),
     )
     db.add(study)
     db.commit()
@@ -510,13 +512,57 @@ def campaign_choices(runs_dir: Path) -> list[str]:
     return [c for c in found if c != "." and not c.startswith(f"{RUNS_SUBDIR}/")]
 
 
-def campaign_agent(runs_dir: Path, rel: str) -> str | None:
+def _campaign_json(runs_dir: Path, rel: str) -> dict[str, Any]:
     try:
         data = json.loads((runs_dir / rel / "campaign.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def campaign_agent(runs_dir: Path, rel: str) -> str | None:
+    agent = _campaign_json(runs_dir, rel).get("agent")
+    return agent.strip() if isinstance(agent, str) else None
+
+
+def campaign_tasks(runs_dir: Path, rel: str) -> list[str] | None:
+    """The task ids ``campaign.json`` lists (``apex-voice run`` writes them), or None."""
+    tasks = _campaign_json(runs_dir, rel).get("tasks")
+    if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
         return None
-    agent = data.get("agent") if isinstance(data, dict) else None
-    return agent if isinstance(agent, str) else None
+    return list(tasks)
+
+
+def system_tasks(study: StudyB, system: str) -> list[str]:
+    """The tasks ``system`` runs in the study's plan (every study task in a complete plan)."""
+    found = sorted({s.task_id for s in plan_of(study).sessions if s.system == system})
+    return found or sorted(study.task_ids)
+
+
+def campaign_mismatch(runs_dir: Path, rel: str, system: str,
+                      needed: Sequence[str]) -> str | None:
+    """Why campaign ``rel`` cannot be ``system``'s synthetic condition, from its
+    ``campaign.json``: it names another agent (or none), or its task list misses some of the
+    study's tasks for the system. None when it fits (its runs are checked after grading)."""
+    agent = campaign_agent(runs_dir, rel)
+    if agent is None:
+        return (f"campaign '{rel}' names no agent in its campaign.json, so it cannot be "
+                f"checked to be system '{system}'")
+    if agent != system.strip():
+        return (f"campaign '{rel}' ran agent '{agent}', not system '{system}'; pick a "
+                f"campaign of '{system}'")
+    listed = campaign_tasks(runs_dir, rel)
+    if listed is not None:
+        missing = [t for t in needed if t not in listed]
+        if missing:
+            return _uncovered(rel, system, missing, needed, "its task list lacks")
+    return None
+
+
+def _uncovered(rel: str, system: str, missing: Sequence[str], needed: Sequence[str],
+               how: str) -> str:
+    return (f"campaign '{rel}' does not cover the study's tasks for system '{system}': "
+            f"{how} {', '.join(missing)} ({len(missing)} of {len(needed)} tasks)")
 
 
 @dataclass
@@ -526,6 +572,8 @@ class Table10Page:
     chosen: dict[str, str]
     """System → campaign directory (relative) used as its synthetic condition."""
     problems: list[str]
+    refused: dict[str, str] = field(default_factory=dict)
+    """System → why the campaign picked for it was refused (another agent, missing tasks)."""
 
 
 def results(views: Sequence[ParticipantView], study: StudyB, runs_dir: Path,
@@ -537,6 +585,7 @@ def results(views: Sequence[ParticipantView], study: StudyB, runs_dir: Path,
     offered = set(campaign_choices(runs_dir))
     synthetic: dict[str, dict[str, list[bool]]] = {}
     used: dict[str, str] = {}
+    refused: dict[str, str] = {}
     problems: list[str] = []
     for system in study.systems:
         synthetic[system] = {}  # every system gets a row, in the study's order
@@ -546,12 +595,25 @@ def results(views: Sequence[ParticipantView], study: StudyB, runs_dir: Path,
         if rel not in offered:
             problems.append(f"{system}: no campaign '{rel}' under the runs directory")
             continue
+        needed = system_tasks(study, system)
+        why = campaign_mismatch(runs_dir, rel, system, needed)
+        if why is not None:
+            refused[system] = why
+            continue
         try:
-            synthetic[system] = synthetic_from_campaign(runs_dir / rel, tasks)
+            runs = synthetic_from_campaign(runs_dir / rel, tasks)
         except (ValueError, RunDirError, OSError) as exc:
             problems.append(f"{system}: campaign '{rel}' cannot be used: {exc}")
             continue
+        missing = [t for t in needed if t not in runs]
+        if missing:
+            refused[system] = _uncovered(rel, system, missing, needed,
+                                         "it has no graded run of")
+            continue
+        synthetic[system] = runs
         used[system] = rel
+    for system, why in refused.items():
+        problems.append(f"{system}: refused: {why}")
     try:
         result = table10(human, synthetic, seed=seed, n_resamples=n_resamples)
     except ValueError as exc:
@@ -560,9 +622,11 @@ def results(views: Sequence[ParticipantView], study: StudyB, runs_dir: Path,
                          n_resamples=n_resamples)
     rows = result["systems"]
     for system in study.systems:
-        if system not in used and system in rows:
+        if system in refused and system in rows:
+            rows[system]["notes"].insert(0, f"synthetic condition refused: {refused[system]}")
+        elif system not in used and system in rows:
             rows[system]["notes"].insert(0, "synthetic condition not chosen: pick a campaign "
                                          "of this system")
     order = list(study.systems) + [s for s in rows if s not in study.systems]
     result["systems"] = {s: rows[s] for s in order if s in rows}
-    return Table10Page(result, counts, used, problems)
+    return Table10Page(result, counts, used, problems, refused)

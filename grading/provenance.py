@@ -1,8 +1,10 @@
 """Provenance of artifact values: the invalid-shortcut check of Process Validity (B.5).
 
 A value the agent writes into a graded field must have come from somewhere the agent could
-see before the write: the caller's words (a plan that carried the fact, a fact on a live
-participant's role card, or the text of anything the caller said), the agent-visible task
+see before the write: the caller's words (a plan that carried the fact, a fact released on
+a live participant's role card, a fact a live participant knew from the start once they
+answered the agent's question for it, or the text of anything the caller said), the
+agent-visible task
 context (with its reference date), or a tool result (a returned knowledge document for a
 document-sourced field, or any result whose text states the value). Writing a hidden value —
 one that matches the gold answer or a version of the field's fact — that none of these had
@@ -20,15 +22,17 @@ from typing import Any
 
 from grading.fields import grade_value, is_empty, value_in_text
 from runtime.events import (
+    AgentAct,
     ArtifactUpdate,
     CardFact,
     Event,
     ToolResult,
     UserPlanEvent,
+    UserSpeechEnd,
     UserSpeechStart,
     UserTranscript,
 )
-from runtime.spec import FieldSpec, TaskSpec, spoken_date
+from runtime.spec import FieldSpec, RevealOnAsk, TaskSpec, spoken_date
 
 
 def matches(task: TaskSpec, spec: FieldSpec, reference: Any, value: Any) -> bool:
@@ -62,6 +66,9 @@ def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
     retrieved: set[str] = set()
     specs = {(a.id, f.name): f for a in task.artifacts for f in a.fields}
     flagged: set[tuple[str, str]] = set()
+    known: dict[str, int] = {}
+    """Live participant: facts on the card from the start, not said yet."""
+    asked: set[str] = set()
     out: list[str] = []
     for ev in events:
         if isinstance(ev, UserPlanEvent):
@@ -69,9 +76,24 @@ def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
                 fact_id, _, version = ref.rpartition("@")
                 if version.isdigit():
                     revealed.add((fact_id, int(version)))
-        elif isinstance(ev, CardFact) and not ev.known_at_start:
-            # Known from the start is not revealed: the caller has not said it yet.
-            revealed.add((ev.fact_id, ev.version))
+        elif isinstance(ev, CardFact):
+            if ev.known_at_start:
+                # Known from the start is not revealed: the caller has not said it yet.
+                known[ev.fact_id] = ev.version
+            else:
+                revealed.add((ev.fact_id, ev.version))
+        elif isinstance(ev, AgentAct) and ev.act == "ask" and ev.field:
+            asked.add(ev.field)
+        elif isinstance(ev, UserSpeechEnd) and known:
+            # A live participant has answered: what they knew from the start and were asked
+            # for (or would volunteer) counts as said, whatever the recognizer made of it (an
+            # honest agent heard the audio, not our transcript).
+            for kid, kversion in list(known.items()):
+                fact = task.user.fact(kid)
+                rule = fact.reveal if fact is not None else None
+                if not isinstance(rule, RevealOnAsk) or asked & set(rule.fields):
+                    revealed.add((kid, kversion))
+                    del known[kid]
         elif isinstance(ev, UserSpeechStart | UserTranscript) and ev.text:
             texts.append(ev.text)
         elif isinstance(ev, ToolResult) and ev.ok:

@@ -5,10 +5,12 @@ mode*: the same :class:`~runtime.simulator.RevealPolicy` the frozen simulator us
 at the same media-clock moments, which plan the user would voice next, but instead of playing
 a frozen realization the participant is shown
 
-* the plan's facts on a private **role card** (:class:`RoleCard`), each fact only once its
-  reveal condition holds (``volunteer``: from the start; ``on_ask``: once the agent asked one
-  of its fields; ``after_plan``: once the participant finished that plan; ``on_event``: once
-  the world event fired; or when a plan that carries it comes due), and
+* a private **role card** (:class:`RoleCard`) that holds, from the first second, the
+  participant's goal, persona and every fact they know before the call (``volunteer`` and
+  ``on_ask`` facts, the latter to be given when asked); facts the reveal graph holds back (a
+  correction, something learned during the call) appear when released (``after_plan``: once
+  the participant finished that plan; ``on_event``: once the world event fired; or when a plan
+  that carries them comes due), and
 * a private **cue** (:class:`Cue`) when the plan is benchmark-critical: an approval, a
   revocation, a correction, a goodbye, an ``inform`` plan, a world-event plan or a duplex
   event (barge-in, overlap, backchannel, …) fired at its media-time anchor.
@@ -23,9 +25,11 @@ the :class:`~runtime.simulator.UserFrame` and the orchestrator applies it to the
 
 The card never holds a gold value the user does not know (:func:`user_known_values`): no
 document- or instruction-derived field value, grader name, required action, terminal predicate
-or reference trajectory; goals and constraints are shown only once every value they mention is
-on the card, and constraints that script an authored event ("then corrects it while the agent
-is talking") are never shown: the cue says when. See docs/live_user.md.
+or reference trajectory; in goals, constraints and the persona a value not released yet reads
+as the version on the card (or "…"), and constraints that script an authored event ("then
+corrects it while the agent is talking") are never shown: the cue says when. An agent turn
+that ends while the participant speaks is answered when they finish, and the utterance that
+overlapped it is attributed to the reply. See docs/live_user.md.
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ from runtime.spec import (
     TaskSpec,
     UserPlan,
 )
-from runtime.speech.asr import ASR, lane_asr
+from runtime.speech.asr import ASR, recognizer_for_lane
 from runtime.speech.asr_queue import AUTHORIZATION, ROUTINE, TranscriptionQueue, shared_queue
 from runtime.speech_authorization import AuthDecision, RuleAuthorizer, SpeechAuthorizer
 
@@ -1044,7 +1048,7 @@ class LiveParticipant:
         (its recognizer unless the participant was given one)."""
         text, error, asr_name = "", "", self._asr_name()
         try:
-            asr = self._asr or lane_asr(lane)
+            asr = recognizer_for_lane(self._asr, lane)
             asr_name = asr.name
             text = asr.transcribe(audio, SAMPLE_RATE)
         except Exception as exc:  # an ASR fault must not end the session: it is logged

@@ -22,12 +22,20 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from app.auth import create_user
-from app.live import BankRobot, DbCallStore, LiveCallManager
+from app.live import (
+    PARTICIPANT_LABELS,
+    BankRobot,
+    Captions,
+    DbCallStore,
+    LiveCallManager,
+    card_view,
+)
 from app.models_study_a import Annotator, StudyA
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.settings import Settings
 from app.web import create_app
-from runtime.live_user import LiveParticipant
+from runtime.events import AgentSpeechStart, AgentTranscript, AgentTruncated, read_events
+from runtime.live_user import Cue, LiveParticipant, RoleCard
 from runtime.spec import TaskSpec, find_task
 from study_protocols.visibility import (
     fact_values,
@@ -46,6 +54,8 @@ BLIND_TERMS = (SYSTEM, "scripted:", "oracle", "openai", "gemini", "grok", "stepf
 """The agent's identity and the run directory: never in anything a participant receives."""
 RAW_EVENT_TYPES = ("tool.call", "tool.result", "agent.transcript", "artifact.update",
                    "auth.grant", "user.plan")
+INTERNAL_STATES = ("waiting", "running", "complete", "incomplete", "failed")
+"""Call states by their internal names: never printed on a participant's page."""
 
 
 @dataclass
@@ -144,8 +154,8 @@ def _consent_and_mic(client: TestClient, token: str) -> None:
                                                  "decision": "agree"}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == f"/p/{token}/mic"
     page = client.get(f"/p/{token}/mic")
-    r = client.post(f"/p/{token}/mic", data={"csrf_token": _csrf(page.text)},
-                    follow_redirects=False)
+    r = client.post(f"/p/{token}/mic", data={"csrf_token": _csrf(page.text),
+                                             "headphones": "yes"}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == f"/p/{token}/sessions"
 
 
@@ -229,6 +239,10 @@ def test_the_session_page_shows_the_role_card_and_its_fragment(world: World,
     on_ask = [f.id for f in task.user.facts if f.reveal.rule == "on_ask"]
     assert on_ask and all(f'data-fact="{f}"' in html for f in on_ask)
     assert "(when asked)" in html and "June 13, 2027" in html and "June 11" not in html
+    # Captions are a study option, off here: no caption box, no captions in the card data.
+    assert 'id="captions"' not in html
+    call = world.app.state.live.get(sid)
+    assert call is not None and "captions" not in call.card()
     fragment = client.get(f"/p/{a}/s/{sid}", headers={"HX-Request": "true"})
     assert fragment.status_code == 200 and "<html" not in fragment.text
     assert 'id="role-card"' in fragment.text and task.user.persona.name in fragment.text
@@ -318,6 +332,212 @@ def test_a_bad_offer_is_refused_with_a_message(world: World, client: TestClient)
     assert call is not None and call.state == "waiting" and call.pc is None
 
 
+def test_the_microphone_check_needs_the_headphone_check(world: World,
+                                                       client: TestClient) -> None:
+    a = world.tokens["P01"]
+    page = client.get(f"/p/{a}/consent")
+    client.post(f"/p/{a}/consent", data={"csrf_token": _csrf(page.text), "decision": "agree"})
+    mic = client.get(f"/p/{a}/mic").text
+    assert 'id="sound-play"' in mic and "Play the test sound" in mic
+    box = re.search(r'<input type="checkbox" name="headphones" value="yes"[^>]*>', mic)
+    assert box and "required" in box.group(0)
+    assert "I am wearing headphones (not speakers)" in mic
+    # Without the confirmation nothing is recorded and the sessions stay closed.
+    r = client.post(f"/p/{a}/mic", data={"csrf_token": _csrf(mic)}, follow_redirects=False)
+    assert r.status_code == 400 and "confirm that you heard it" in r.text
+    person = _person(world, "P01")
+    assert person.mic_checked_at is None and person.headphones_checked_at is None
+    assert client.get(f"/p/{a}/sessions", follow_redirects=False).headers["location"] == (
+        f"/p/{a}/mic")
+    r = client.post(f"/p/{a}/mic", data={"csrf_token": _csrf(mic), "headphones": "no"},
+                    follow_redirects=False)
+    assert r.status_code == 400
+    r = client.post(f"/p/{a}/mic", data={"csrf_token": _csrf(mic), "headphones": "yes"},
+                    follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/p/{a}/sessions"
+    person = _person(world, "P01")
+    assert person.mic_checked_at is not None and person.headphones_checked_at is not None
+    # The test sound is made in the browser (WebAudio), not fetched.
+    script = client.get("/static/js/miccheck.js").text
+    assert "createOscillator" in script and "headphones-confirm" in script
+
+
+def _state_tag(page: str) -> str:
+    match = re.search(r'<span class="tag" id="call-state" data-state="([a-z]+)">([^<]*)</span>',
+                      page)
+    assert match, page[:400]
+    return match.group(2)
+
+
+@pytest.mark.parametrize("state", ["complete", "incomplete", "failed"])
+def test_the_call_state_reads_in_plain_words(world: World, client: TestClient,
+                                             state: str) -> None:
+    a = world.tokens["P01"]
+    _consent_and_mic(client, a)
+    sid = world.sessions["P01"][0]
+    waiting = client.get(f"/p/{a}/s/{sid}").text
+    assert _state_tag(waiting) == PARTICIPANT_LABELS["waiting"] == "Not started"
+    _set_state(world, sid, state)
+    world.app.state.live.calls.clear()  # the row decides once the call is gone
+    page = client.get(f"/p/{a}/s/{sid}").text
+    label = _state_tag(page)
+    assert label == {"complete": "Call finished – thank you", "incomplete": "Ended early",
+                     "failed": "Ended early"}[state]
+    message = re.search(r'<p id="call-message"[^>]*>([^<]*)</p>', page)
+    assert message
+    shown = f"{label} {message.group(1)}".lower()
+    assert not any(re.search(rf"\b{word}\b", shown) for word in INTERNAL_STATES), shown
+    assert not any(re.search(rf"\b{w}\b", label.lower()) for w in INTERNAL_STATES)
+    # The script prints the server's label (or "Connecting…"), never the state name.
+    script = client.get("/static/js/participant.js").text
+    assert "textContent = s.state" not in script and "Connecting…" in script
+
+
+def _role_card(cues: list[Cue]) -> RoleCard:
+    active = next((c for c in reversed(cues) if c.done_ms is None), None)
+    return RoleCard(persona_name="Priya", persona_role="engineer", speaking_style="calm",
+                    goals=[], constraints=[], objective_for_user="You are Priya.", facts=[],
+                    cues=cues, active_cue=active, elapsed_ms=9000, guidance="Speak naturally.")
+
+
+def test_a_done_cue_stays_visible_until_a_newer_one_replaces_it() -> None:
+    from app.web import templates
+
+    def render(card: dict[str, Any]) -> str:
+        return templates.get_template("_participant_card.html").render(card=card)
+
+    first = Cue(cue_id="cue-1", kind="approve", plan_id="approve_submit",
+                text="If you agree, give it now.", shown_ms=1000)
+    view = card_view(_role_card([first]))
+    assert view["active_cue"]["id"] == "cue-1" and view["shown_cue"]["done"] is False
+    html = render(view)
+    assert 'class="cue active"' in html and "If you agree, give it now." in html
+    # Acted on: no active cue, but the box keeps it, greyed and marked done.
+    first.done_ms = 4000
+    view = card_view(_role_card([first]))
+    assert view["active_cue"] is None
+    assert view["shown_cue"] == {"id": "cue-1", "kind": "approve",
+                                 "text": "If you agree, give it now.", "shown_ms": 1000,
+                                 "done": True}
+    html = render(view)
+    assert 'class="cue done"' in html and "If you agree, give it now." in html
+    assert '<small class="tag cue-done">done</small>' in html
+    assert "approve_submit" not in json.dumps(view) + html  # never the plan id
+    # A newer cue replaces it.
+    second = Cue(cue_id="cue-2", kind="revoke", plan_id="revoke_submit",
+                 text="Take back your approval.", shown_ms=6000)
+    view = card_view(_role_card([first, second]))
+    html = render(view)
+    assert view["shown_cue"]["id"] == "cue-2" and view["shown_cue"]["done"] is False
+    assert "Take back your approval." in html and "If you agree" not in html
+    # No cue yet: the hint.
+    assert "Private cues appear here" in render(card_view(_role_card([])))
+
+
+def test_captions_show_a_turn_once_it_is_spoken_and_cut_where_it_was_cut() -> None:
+    captions = Captions()
+    assert captions.view() == []
+    # Text before audio: not shown until that turn's speech starts.
+    assert captions.on_event(AgentTranscript(turn=1, text="Hello, how can I help?",
+                                             seq=1, t_media_ms=0, t_wall=0.0))
+    assert captions.view() == []
+    captions.on_event(AgentSpeechStart(turn=1, seq=2, t_media_ms=40, t_wall=0.0))
+    assert captions.view() == [{"turn": 1, "text": "Hello, how can I help?", "cut": False}]
+    # Cut after half of it was played: half the words remain.
+    captions.on_event(AgentSpeechStart(turn=2, seq=3, t_media_ms=4000, t_wall=0.0))
+    captions.on_event(AgentTranscript(turn=2, text="one two three four five six seven eight",
+                                      seq=4, t_media_ms=4000, t_wall=0.0))
+    captions.on_event(AgentTruncated(turn=2, heard_ms=1000, dropped_ms=1000, reason="barge-in",
+                                     seq=5, t_media_ms=5000, t_wall=0.0))
+    assert captions.view()[-1] == {"turn": 2, "text": "one two three four…", "cut": True}
+    for turn in range(3, 6):
+        captions.on_event(AgentSpeechStart(turn=turn, seq=6, t_media_ms=9000, t_wall=0.0))
+        captions.on_event(AgentTranscript(turn=turn, text=f"turn {turn}", seq=7,
+                                          t_media_ms=9000, t_wall=0.0))
+    assert [c["turn"] for c in captions.view()] == [3, 4, 5]  # the last three turns
+
+
+async def test_captions_show_the_agents_words_and_nothing_else(tmp_path: Path) -> None:
+    """A study with captions on: P02's session runs on the virtual clock with the scripted
+    oracle and a robot participant. Every caption the page receives is the start of what the
+    agent said in that turn (its ``agent.transcript``), and nothing in them names a plan, an
+    event type, the agent or the run directory; the rest of the card passes the gold scan."""
+    world = _setup(tmp_path)
+    app = world.app
+    with Session(app.state.engine) as db:
+        study = db.get(StudyB, world.study_id)
+        assert study is not None
+        study.captions = True
+        db.add(study)
+        db.commit()
+    robots: dict[str, BankRobot] = {}
+
+    def participant(task: TaskSpec, seed: int, asr: Any) -> LiveParticipant:
+        robot = robots.setdefault(task.id, BankRobot(task, seed))
+        return LiveParticipant(task, seed=seed, asr=robot.asr(), transcribe_inline=True)
+
+    app.state.live = LiveCallManager(
+        world.settings.runs_dir, clock="virtual", asr_factory=lambda: None,
+        participant_factory=participant, feeder_factory=lambda plan: robots[plan.task.id],
+        reap_every_s=3600, store=DbCallStore(app.state.engine),
+    )
+    b = world.tokens["P02"]
+    sid = world.sessions["P02"][0]
+    task = find_task(world.tasks["P02"][0])
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        page = (await http.get(f"/p/{b}/consent")).text
+        await http.post(f"/p/{b}/consent", data={"csrf_token": _csrf(page), "decision": "agree"})
+        page = (await http.get(f"/p/{b}/mic")).text
+        await http.post(f"/p/{b}/mic", data={"csrf_token": _csrf(page), "headphones": "yes"})
+        base = f"/p/{b}/s/{sid}"
+        first = await http.get(base)
+        assert 'id="captions"' in first.text
+        assert "The assistant's words appear here" in first.text
+        call = app.state.live.get(sid)
+        assert call is not None and call.plan.captions
+        stream = asyncio.ensure_future(http.get(f"{base}/events"))
+        await asyncio.sleep(0.2)
+        assert call.start()
+        while not call.done:
+            await asyncio.sleep(0.05)
+        messages = _sse_messages((await asyncio.wait_for(stream, 60)).text)
+    assert call.state == "complete", call.detail
+    rows = _rows(world, "P02")
+    run_dir = world.settings.runs_dir / (rows[0].run_dir or "")
+    events = read_events(run_dir / "events.jsonl").events
+    said: dict[int, str] = {}
+    for e in events:
+        if e.type == "agent.transcript":
+            said[e.turn] = f"{said[e.turn]} {e.text.strip()}" if e.turn in said else e.text.strip()
+    spoken = {e.turn for e in events if e.type == "agent.speech.start"}
+    cards = [d for k, d in messages if k == "card"]
+    seen: dict[int, str] = {}
+    plan_ids = {p.id for p in task.plans}
+    for data in cards:
+        card = data["card"]
+        for c in card["captions"]:
+            assert set(c) == {"turn", "text", "cut"}
+            assert c["turn"] in spoken, c
+            words = c["text"].removesuffix("…").split()
+            assert said[c["turn"]].split()[:len(words)] == words, (c, said[c["turn"]])
+            seen[c["turn"]] = c["text"]
+        blob = json.dumps(card["captions"]).lower()
+        for term in (*BLIND_TERMS, *RAW_EVENT_TYPES):
+            assert term.lower() not in blob, term
+        assert not [p for p in plan_ids if re.search(rf'"{re.escape(p)}"', blob)]
+        rest = {k: v for k, v in card.items() if k != "captions"}
+        _scan(json.dumps(rest), task, [f["value"] for f in card["facts"]], f"{base} card")
+        for c in card["captions"]:
+            assert c["text"] in data["html"].replace("&#39;", "'").replace("&amp;", "&")
+    # Every spoken turn with words reached the page (the last three at most at once).
+    assert seen and set(seen) == {t for t in said if t in spoken}
+    assert len(cards[-1]["card"]["captions"]) <= 3
+    meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
+    assert meta["captions"] is True
+    await app.state.live.close()
+
+
 # --------------------------------------------------------------------------- access
 
 
@@ -339,7 +559,7 @@ def _request(client: TestClient, method: str, path: str, csrf: str) -> httpx.Res
         return client.get(path, follow_redirects=False)
     if method == "HX":
         return client.get(path, headers={"HX-Request": "true"}, follow_redirects=False)
-    return client.post(path, data={"csrf_token": csrf, "decision": "agree"},
+    return client.post(path, data={"csrf_token": csrf, "decision": "agree", "headphones": "yes"},
                        headers={"X-CSRF-Token": csrf}, follow_redirects=False)
 
 
@@ -444,7 +664,7 @@ async def test_gold_scan_of_two_sessions_driven_by_a_robot_participant(tmp_path:
         page = (await http.get(f"/p/{a}/consent")).text
         await http.post(f"/p/{a}/consent", data={"csrf_token": _csrf(page), "decision": "agree"})
         page = (await http.get(f"/p/{a}/mic")).text
-        await http.post(f"/p/{a}/mic", data={"csrf_token": _csrf(page)})
+        await http.post(f"/p/{a}/mic", data={"csrf_token": _csrf(page), "headphones": "yes"})
         for sid, task_id in zip(world.sessions["P01"], world.tasks["P01"], strict=True):
             task = find_task(task_id)
             base = f"/p/{a}/s/{sid}"
@@ -483,6 +703,10 @@ async def test_gold_scan_of_two_sessions_driven_by_a_robot_participant(tmp_path:
                 scanned += 1
             # The stream revealed facts as they became available and showed the cues.
             final = [d["card"] for k, d in messages if k == "card"][-1]
+            # The last cue stays in the box (done) until a newer one replaces it.
+            assert final["shown_cue"] and final["shown_cue"]["id"] == final["cues"][-1]["id"]
+            states = [d for k, d in messages if k in ("state", "end")]
+            assert all(d["label"] == PARTICIPANT_LABELS[d["state"]] for d in states)
             first_card = next(d["card"] for k, d in messages if k == "card")
             assert not any(f["released"] for f in first_card["facts"])
             assert any(f["released"] for f in final["facts"])
@@ -491,6 +715,7 @@ async def test_gold_scan_of_two_sessions_driven_by_a_robot_participant(tmp_path:
             after = await http.get(base)
             _scan(after.text, task, shown_now(), f"{base} after")
             assert "This session is finished" in after.text
+            assert _state_tag(after.text) == "Call finished – thank you"
             scanned += polled
         done = await http.get(f"/p/{a}/done")
         assert CODE in done.text

@@ -129,6 +129,10 @@ def test_create_study_draws_72_items_and_three_independent_queues(
         app: Any, researcher: TestClient, tasks: dict[str, TaskSpec]) -> None:
     study_id = create_study(researcher)
     page = html.unescape(researcher.get(f"/studies/a/{study_id}").text)
+    # Closing the study is irreversible: the form asks first (static/js/confirm.js).
+    assert re.search(r'action="/studies/a/\d+/close" data-irreversible="Close study “pilot”\? '
+                     r'No rating can change any more\. This cannot be undone\."', page)
+    assert '<script src="/static/js/confirm.js" defer></script>' in page
     # The constraint report of the sampler, and what it could not satisfy.
     sample = sample_study_a(sorted(tasks.values(), key=lambda t: t.id), seed=0)
     for check in sample.checks:

@@ -333,3 +333,74 @@ def test_acts_are_kept_for_a_turn_that_ends_while_the_participant_speaks() -> No
         ("ans_building", "live:overlap:ask:building")]
     end = next(e for e in events if isinstance(e, UserSpeechEnd))
     assert end.plan_id == "ans_building"
+
+
+# --------------------------------------------------------------------------- over WebRTC
+
+WEBRTC_SAMPLE = ["apexv1_010", "apexv1_051", "apexv1_070", "apexv1_100", "apexv1_106",
+                 "apexv1_118"]
+"""Six tasks (three with approvals, a barge-in, a revocation, a negotiation, world events);
+all 24 run in bench/bench_robot_participant.py."""
+
+
+async def test_the_robot_over_webrtc_with_the_real_recognizer_reaches_workflow_success(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The robot as the participant's browser (aiortc over loopback), the server an ordinary
+    live call on the realtime clock: microphone sink, VAD, transcription queue, faster-whisper.
+    The perfect agent passes every sampled task, as it does with the simulator."""
+    import aioice.ice
+
+    from app.live import LiveCallManager
+    from app.robot_peer import run_robot_calls
+    from runtime.speech.asr import shared_asr
+
+    monkeypatch.setattr(aioice.ice, "get_host_addresses",
+                        lambda use_ipv4, use_ipv6: ["127.0.0.1"])
+    shared_asr()  # loaded before the clocks start
+    manager = LiveCallManager(tmp_path / "runs", reap_every_s=3600, max_calls=3)
+    try:
+        done = await run_robot_calls([TASKS[t] for t in WEBRTC_SAMPLE], tmp_path,
+                                     parallel=3, manager=manager)
+    finally:
+        await manager.close()
+    verdicts = {}
+    for rc in done:
+        grade = grade_run_dir(rc.call.run_dir, TASKS)
+        events = _events(rc.call.run_dir)
+        verdicts[rc.call.task.id] = (rc.call.state, grade.WS, grade.gate_reasons,
+                                     [e.text for e in events if e.type == "user.transcript"])
+    assert sorted(verdicts) == sorted(WEBRTC_SAMPLE)
+    failed = {t: v for t, v in verdicts.items() if v[0] != "complete" or not v[1]}
+    assert failed == {}
+
+
+# --------------------------------------------------------------------------- provenance, live
+
+def test_a_known_fact_counts_as_said_once_the_participant_answered_the_question() -> None:
+    """A live participant knows their medical plan from the start (card.fact known_at_start):
+    writing it before they answered a question for it is a shortcut; after the agent asked
+    and they answered, it is not, whatever the recognizer made of their words (here: no
+    attribution and an empty transcript)."""
+    from grading.gates import grade_events
+    from runtime.events import AgentAct, ArtifactUpdate, CardFact, SessionEnd
+
+    task = TASKS["apexv1_001"]
+    card = CardFact(fact_id="medical_plan", version=1, known_at_start=True)
+    write = ArtifactUpdate(artifact_id="enr_1", version=1, lifecycle="DRAFT",
+                           changed=["medical_plan"], fields={"medical_plan": "HDHP"})
+    ask = AgentAct(turn=2, act="ask", field="medical_plan", text="Which medical plan?")
+    answer = UserSpeechEnd(plan_id="live", realization_id="live-2")
+    other_ask = AgentAct(turn=2, act="ask", field="dental_plan", text="And dental?")
+
+    def shortcut(*events: Event) -> bool:
+        evs = [e.model_copy() for e in (*events, SessionEnd(reason="agent_hangup"))]
+        for i, e in enumerate(evs, start=1):
+            e.seq = i
+        return any("shortcut" in r for r in
+                   grade_events(task, evs).gate_reasons.get("PV", []))
+
+    assert shortcut(card, write)  # on the card is not said
+    assert shortcut(card, answer, write)  # an answer to no question for it
+    assert shortcut(card, other_ask, answer, write)  # asked for something else
+    assert not shortcut(card, ask, answer, write)  # asked and answered
+    assert shortcut(card, ask, write)  # asked, not answered yet

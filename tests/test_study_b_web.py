@@ -315,6 +315,78 @@ def test_launch_creates_participants_tokens_and_sessions(client: TestClient) -> 
     assert "closed" in text_of(client.get(f"/studies/b/{sid}").text)
 
 
+def test_captions_are_a_study_option_off_by_default(client: TestClient) -> None:
+    csrf = login(client)
+    form = client.get("/studies/b").text
+    box = re.search(r'<input type="checkbox" name="captions"[^>]*>', form)
+    assert box and "checked" not in box.group(0)
+    plain = create(client, csrf)
+    captioned = create(client, csrf, name="with captions", captions="1")
+    with db(client) as s:
+        a, b = s.get(StudyB, plain), s.get(StudyB, captioned)
+        assert a is not None and b is not None
+        assert a.captions is False and b.captions is True
+    assert "captions off" in text_of(client.get(f"/studies/b/{plain}").text)
+    assert "captions on" in text_of(client.get(f"/studies/b/{captioned}").text)
+    # a refused form keeps the box as it was ticked
+    r = client.post("/studies/b", data=_form(csrf, name=" ", captions="1"))
+    assert r.status_code == 400
+    box = re.search(r'<input type="checkbox" name="captions"[^>]*>', r.text)
+    assert box and "checked" in box.group(0)
+
+
+def _irreversible(page: str) -> dict[str, str]:
+    """Form action → its confirmation question."""
+    return {m.group(1): html.unescape(m.group(2)) for m in re.finditer(
+        r'<form method="post" action="([^"]+)"[^>]*data-irreversible="([^"]+)"', page)}
+
+
+def test_irreversible_actions_ask_for_confirmation(client: TestClient) -> None:
+    csrf = login(client)
+    sid = create(client, csrf)
+    draft = client.get(f"/studies/b/{sid}").text
+    assert '<script src="/static/js/confirm.js" defer></script>' in draft
+    asks = _irreversible(draft)
+    assert "Launch study “pilot”?" in asks[f"/studies/b/{sid}/launch"]
+    assert "cannot be undone" in asks[f"/studies/b/{sid}/launch"]
+    assert "edits to the current plan are lost" in asks[f"/studies/b/{sid}/regenerate"]
+    assert "Replace the current plan" in asks[f"/studies/b/{sid}/import"]
+    assert f"/studies/b/{sid}/swap" not in asks  # a swap can be swapped back
+    launch(client, csrf, sid)
+    asks = _irreversible(client.get(f"/studies/b/{sid}").text)
+    assert "Close study “pilot”?" in asks[f"/studies/b/{sid}/close"]
+    script = client.get("/static/js/confirm.js")
+    assert script.status_code == 200
+    assert "data-irreversible" in script.text and "window.confirm" in script.text
+    assert "preventDefault" in script.text
+
+
+def test_migration_0004_adds_the_options_to_existing_studies(tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect, text
+
+    from app.db import MIGRATIONS, make_engine, migrate
+
+    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0003")
+    with engine.begin() as conn:
+        conn.execute(text(
+            "INSERT INTO study_b (name, created_by, created_at, seed, sessions_per_participant,"
+            " status, consent_text, completion_code, completion_url, on_disconnect) VALUES "
+            "('old', 'ada', '2025-01-01 00:00:00', 0, 0, 'launched', '', '', '', 'rejoin')"))
+    migrate(engine)
+    columns = {c["name"] for c in inspect(engine).get_columns("study_b_participant")}
+    assert "headphones_checked_at" in columns
+    with Session(engine) as s:
+        old = s.exec(select(StudyB)).one()
+        assert old.name == "old" and old.captions is False
+
+
 def test_researcher_pages_need_a_login(client: TestClient) -> None:
     csrf = login(client)
     sid = create(client, csrf)
@@ -467,6 +539,44 @@ def test_table10_against_a_hand_computation(client: TestClient, tmp_path: Path) 
     # a campaign that is not under the runs directory is refused by name
     data = client.get(f"/studies/b/{sid}/results.json?s0=../etc").json()
     assert any("'../etc'" in p for p in data["problems"])
+
+    # each picker is labelled with its system; another system's campaign is offered only as
+    # refused (disabled), and choosing it anyway is refused naming the system, the campaign
+    # and the agent it ran
+    page = client.get(f"/studies/b/{sid}/results").text
+    for i, system in enumerate(SYSTEMS):
+        assert (f'<label for="pick-s{i}">Synthetic campaign for system <code>{system}</code>'
+                f'</label>') in page
+    picker0 = page[page.index('id="pick-s0"'):page.index("</select>", page.index('id="pick-s0"'))]
+    assert re.search(r'<option value="sim/oracle"\s*>', picker0)
+    assert re.search(r'<option value="sim/neg" disabled', picker0)
+    data = client.get(f"/studies/b/{sid}/results.json?s0=sim/neg&s1=sim/neg").json()
+    why = data["refused"][ORACLE]
+    assert "'sim/neg'" in why and f"ran agent '{NEG}'" in why and f"not system '{ORACLE}'" in why
+    assert any(p.startswith(f"{ORACLE}: refused:") for p in data["problems"])
+    assert data["synthetic_campaigns"] == {NEG: "sim/neg"}
+    row = data["table10"]["systems"][ORACLE]
+    assert row["synthetic_pass_at_1"] is None and row["notes"][0].startswith(
+        "synthetic condition refused")
+    shown = text_of(client.get(f"/studies/b/{sid}/results?s0=sim/neg").text)
+    assert f"Refused: campaign 'sim/neg' ran agent '{NEG}', not system '{ORACLE}'" in shown
+    # a campaign of the same system that misses some of the study's tasks is refused, naming
+    # them: by its task list, or (no list) by the runs it has
+    part = runs_dir / "sim" / "oracle-part"
+    for task in TASKS[:2]:
+        shutil.copytree(oracle_camp / task, part / task)
+    (part / "campaign.json").write_text(json.dumps({"agent": ORACLE, "tasks": TASKS[:2]}))
+    data = client.get(f"/studies/b/{sid}/results.json?s0=sim/oracle-part").json()
+    why = data["refused"][ORACLE]
+    assert "does not cover the study's tasks for system 'scripted:oracle'" in why
+    assert f"its task list lacks {', '.join(TASKS[2:])} (2 of 4 tasks)" in why
+    (part / "campaign.json").write_text(json.dumps({"agent": ORACLE}))
+    data = client.get(f"/studies/b/{sid}/results.json?s0=sim/oracle-part").json()
+    assert f"it has no graded run of {', '.join(TASKS[2:])}" in data["refused"][ORACLE]
+    # the campaigns of the right systems, covering the tasks, are used as before
+    data = client.get(f"/studies/b/{sid}/results.json?{query}").json()
+    assert data["refused"] == {} and data["synthetic_campaigns"] == {ORACLE: "sim/oracle",
+                                                                      NEG: "sim/neg"}
 
 
 # --------------------------------------------------------------------------- corrections

@@ -30,13 +30,13 @@ from sqlmodel import Session, col, select
 from app.auth import verify_csrf
 from app.deps import SessionDep, is_htmx
 from app.live import (
-    PARTICIPANT_MESSAGES,
     CallPlan,
     DbCallStore,
     LiveCall,
     LiveCallError,
     LiveCallManager,
     now_utc,
+    participant_status,
     recover_interrupted,
 )
 from app.models_study_b import LiveSession, Participant, StudyB
@@ -257,12 +257,24 @@ async def p_mic(request: Request, who: InviteeDep) -> Response:
     return render(request, "participant_mic.html", _ctx(request, who))
 
 
+HEADPHONES_MISSING = ("Please play the test sound and confirm that you heard it and are "
+                      "wearing headphones before you continue.")
+
+
 @router.post("/p/{token}/mic", dependencies=CsrfDep)
-async def p_mic_post(request: Request, db: SessionDep, who: InviteeDep) -> Response:
+async def p_mic_post(request: Request, db: SessionDep, who: InviteeDep,
+                     headphones: Annotated[str, Form()] = "") -> Response:
+    """Continuing records the microphone check and the headphone confirmation (the test sound
+    heard, headphones on: speakers would let the agent hear its own voice)."""
     blocked = _require_consent(who)
     if blocked is not None:
         return blocked
-    who.person.mic_checked_at = now_utc()
+    if headphones != "yes":
+        return render(request, "participant_mic.html",
+                      _ctx(request, who, error=HEADPHONES_MISSING), status=400)
+    now = now_utc()
+    who.person.mic_checked_at = now
+    who.person.headphones_checked_at = now
     db.add(who.person)
     db.commit()
     return RedirectResponse(f"{who.base}/sessions", status_code=303)
@@ -345,7 +357,8 @@ async def _call_for(request: Request, db: Session, who: Invitee, row: LiveSessio
         seed=who.study.seed,
         on_disconnect="incomplete" if who.study.on_disconnect == "incomplete" else "rejoin",
         meta={"study_b_id": who.study.id, "participant": who.person.label,
-              "position": row.position, "anchor": row.anchor},
+              "position": row.position, "anchor": row.anchor, "captions": who.study.captions},
+        captions=who.study.captions,
     )
     return await manager.open(plan)
 
@@ -377,9 +390,7 @@ async def p_session(request: Request, db: SessionDep, who: InviteeDep, session_i
 
 
 def _ended_status(state: str) -> dict[str, Any]:
-    shown = state if state in PARTICIPANT_MESSAGES else "incomplete"
-    return {"state": shown, "elapsed_ms": 0, "connected": False,
-            "message": PARTICIPANT_MESSAGES[shown]}
+    return participant_status(state)
 
 
 async def _live_call(request: Request, db: Session, who: Invitee, session_id: int,

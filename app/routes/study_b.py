@@ -8,6 +8,7 @@ import io
 import json
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -50,7 +51,7 @@ def _form_defaults(tasks: Mapping[str, TaskSpec]) -> dict[str, Any]:
     return {"name": "", "systems": [], "systems_extra": "", "task_ids": sorted(tasks),
             "n_anchor": "6", "sessions_per_participant": "", "seed": "0",
             "consent_text": svc.DEFAULT_CONSENT, "completion_code": "", "completion_url": "",
-            "on_disconnect": "rejoin"}
+            "on_disconnect": "rejoin", "captions": False}
 
 
 def _list_page(request: Request, db: SessionDep, user: Any, *, form: dict[str, Any],
@@ -119,6 +120,7 @@ def _read_form(data: FormData) -> dict[str, Any]:
         "completion_code": str(data.get("completion_code", "")),
         "completion_url": str(data.get("completion_url", "")),
         "on_disconnect": str(data.get("on_disconnect", "rejoin")),
+        "captions": str(data.get("captions", "")).strip().lower() in ("1", "on", "true", "yes"),
     }
 
 
@@ -133,7 +135,7 @@ def _new_study(form: dict[str, Any]) -> svc.NewStudy:
                                                          low=1),
         seed=seed, consent_text=form["consent_text"].replace("\r\n", "\n"),
         completion_code=form["completion_code"], completion_url=form["completion_url"],
-        on_disconnect=form["on_disconnect"],
+        on_disconnect=form["on_disconnect"], captions=bool(form.get("captions")),
     )
 
 
@@ -343,6 +345,21 @@ def _results(request: Request, db: SessionDep, settings: SettingsDep,
                        seed=study.seed)
 
 
+def _picker(runs_dir: Path, study: StudyB, i: int, system: str, asked: str,
+            page: svc.Table10Page, campaigns: list[tuple[str, str | None]]) -> dict[str, Any]:
+    """One system's campaign picker: its campaigns that fit (the same agent, the study's
+    tasks for it listed), then the others, each with why it would be refused."""
+    needed = svc.system_tasks(study, system)
+    options = []
+    for rel, agent in campaigns:
+        why = svc.campaign_mismatch(runs_dir, rel, system, needed)
+        options.append({"value": rel, "agent": agent, "refused": why})
+    return {"name": f"s{i}", "system": system, "asked": asked,
+            "refused": page.refused.get(system),
+            "fit": [o for o in options if o["refused"] is None],
+            "other": [o for o in options if o["refused"] is not None]}
+
+
 @router.get("/studies/b/{study_id}/results")
 async def results_page(request: Request, user: UserDep, db: SessionDep, settings: SettingsDep,
                        study: StudyDep) -> Response:
@@ -353,13 +370,20 @@ async def results_page(request: Request, user: UserDep, db: SessionDep, settings
     ci_reasons: dict[str, str] = {}
     for system, row in page.result["systems"].items():
         notes: list[str] = row["notes"]
-        reasons[system] = next((n for n in notes if n.startswith("undefined")),
-                               next((n for n in notes if "not chosen" in n),
-                                    "; ".join(notes) or "no data"))
+        if system in page.refused:
+            reasons[system] = f"synthetic condition refused: {page.refused[system]}"
+        else:
+            reasons[system] = next((n for n in notes if n.startswith("undefined")),
+                                   next((n for n in notes if "not chosen" in n),
+                                        "; ".join(notes) or "no data"))
         ci_reasons[system] = next((n.removeprefix("diff_ci undefined: ") for n in notes
                                    if n.startswith("diff_ci undefined")), reasons[system])
+    asked = _chosen(request, study)
+    pickers = [_picker(settings.runs_dir, study, i, system, asked.get(system, ""), page,
+                       campaigns)
+               for i, system in enumerate(study.systems)]
     return render(request, "study_b_results.html", {
-        "user": user, "study": study, "page": page, "campaigns": campaigns,
+        "user": user, "study": study, "page": page, "campaigns": campaigns, "pickers": pickers,
         "query": request.url.query, "reasons": reasons, "ci_reasons": ci_reasons,
     })
 
@@ -383,7 +407,7 @@ async def results_json(request: Request, user: UserDep, db: SessionDep, settings
             "human_sessions": {"graded": page.counts.graded,
                                "incomplete": page.counts.incomplete,
                                "pending": page.counts.pending, "notes": page.counts.notes},
-            "problems": page.problems, "table10": page.result}
+            "refused": page.refused, "problems": page.problems, "table10": page.result}
     return JSONResponse(body, headers={
         "Content-Disposition": f'attachment; filename="study-b-{study.id}-table10.json"'})
 

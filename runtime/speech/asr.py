@@ -187,3 +187,12 @@ def lane_asr(lane: int) -> WhisperASR:
             asr.load()
             _lanes[lane] = asr
         return asr
+
+
+def recognizer_for_lane(asr: ASR | None, lane: int) -> ASR:
+    """The recognizer a transcription-queue lane uses for a caller that was given ``asr``:
+    the shared model (or none) means the lane's own model (:func:`lane_asr`); any other
+    recognizer (a test's stand-in) is used as given."""
+    if asr is None or asr is _shared:
+        return lane_asr(lane)
+    return asr

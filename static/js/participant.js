@@ -1,8 +1,10 @@
 // Study B session page: the participant's microphone goes to the assistant over WebRTC (one
 // audio transceiver: mic out, assistant's voice in); the private role card, cues, call state
 // and elapsed time arrive over Server-Sent Events (never the event log). Reloading a running
-// session rejoins it (or, when the study says so, finds it ended). Exposes window.participant
-// (state, pc, facts, cues) for tests.
+// session rejoins it (or, when the study says so, finds it ended). The call state is shown in
+// plain words (the server's label, or "Connecting…" while the connection comes up), never as
+// its internal name. Exposes window.participant (state, label, pc, facts, cues, shownCue,
+// captions) for tests.
 (function () {
   "use strict";
   const root = document.getElementById("session");
@@ -11,11 +13,17 @@
   const csrf = root.dataset.csrf;
   const $ = (id) => document.getElementById(id);
   const MIC = { echoCancellation: false, noiseSuppression: false, autoGainControl: false };
+  const CONNECTION_WORDS = {
+    new: "connecting…", connecting: "connecting…", connected: "connected",
+    disconnected: "connection lost", failed: "connection lost", closed: "not connected",
+  };
   const p = {
     state: root.dataset.state, pc: null, stream: null, audio: null, connection: "new",
-    facts: {}, factLog: [], cues: [], activeCue: null, cardUpdates: 0, ended: false,
-    elapsedMs: 0, serverElapsedMs: 0,
+    facts: {}, factLog: [], cues: [], activeCue: null, shownCue: null, captions: [],
+    cardUpdates: 0, ended: false, elapsedMs: 0, serverElapsedMs: 0,
+    label: ($("call-state") || {}).textContent || "", serverLabel: "",
   };
+  p.serverLabel = p.label;
   window.participant = p;
 
   function error(text) { const e = $("call-error"); e.textContent = text; e.hidden = !text; }
@@ -35,6 +43,8 @@
     p.cues = card.cues.map((c) => c.id);
     const was = p.activeCue;
     p.activeCue = card.active_cue ? card.active_cue.id : null;
+    p.shownCue = card.shown_cue ? { id: card.shown_cue.id, done: card.shown_cue.done } : null;
+    p.captions = (card.captions || []).map((c) => c.text);
     return was;
   }
 
@@ -59,8 +69,9 @@
     p.serverElapsedMs = s.elapsed_ms;
     root.dataset.state = s.state;
     const tag = $("call-state");
-    tag.textContent = s.state;
     tag.dataset.state = s.state;
+    p.serverLabel = s.label;
+    showLabel();
     $("elapsed").textContent = clock(s.elapsed_ms);
     $("call-message").textContent = s.message;
     const active = s.state === "waiting" || s.state === "running";
@@ -79,6 +90,16 @@
   events.addEventListener("card", (e) => onCard(JSON.parse(e.data)));
   events.addEventListener("state", (e) => onState(JSON.parse(e.data)));
   events.addEventListener("end", (e) => { onEnd(JSON.parse(e.data)); events.close(); });
+
+  // The state tag: "Connecting…" while this page's connection comes up, else the server's
+  // plain label.
+  function showLabel() {
+    const active = p.state === "waiting" || p.state === "running";
+    const connecting = active && p.pc !== null && p.connection !== "connected"
+      && p.connection !== "failed" && p.connection !== "closed";
+    p.label = connecting ? "Connecting…" : p.serverLabel;
+    $("call-state").textContent = p.label;
+  }
 
   // ------------------------------------------------------------------ the call
   function micProblem(err) {
@@ -115,6 +136,8 @@
     if (p.pc) { try { p.pc.close(); } catch (e) { /* already closed */ } }
     const pc = new RTCPeerConnection({ iceServers: [] });
     p.pc = pc;
+    p.connection = "new";
+    showLabel();
     for (const track of p.stream.getAudioTracks()) pc.addTrack(track, p.stream);
     pc.addEventListener("track", (ev) => {
       if (!p.audio) p.audio = new Audio();
@@ -124,7 +147,8 @@
     pc.addEventListener("connectionstatechange", () => {
       if (pc !== p.pc) return;
       p.connection = pc.connectionState;
-      $("connection").textContent = pc.connectionState === "connected" ? "connected" : pc.connectionState;
+      $("connection").textContent = CONNECTION_WORDS[pc.connectionState] || "connecting…";
+      showLabel();
       if (pc.connectionState === "failed" || pc.connectionState === "disconnected") {
         if (!p.ended) error("The connection dropped. " + (root.dataset.onDisconnect === "rejoin" ? "Press Rejoin call to continue." : ""));
         $("call-start").textContent = "Rejoin call";
@@ -144,6 +168,8 @@
     } catch (err) {
       error("Could not connect the call: " + err.message);
       $("call-start").disabled = false;
+      p.connection = "failed";
+      showLabel();
     }
   }
 
@@ -152,6 +178,7 @@
     p.pc = null;
     if (p.stream) { for (const t of p.stream.getTracks()) t.stop(); p.stream = null; }
     $("connection").textContent = "not connected";
+    showLabel();
   }
 
   $("call-start").addEventListener("click", startCall);

@@ -151,7 +151,13 @@ def consent_and_mic(pw: Any, cfg: dict[str, Any], base: str, console: list[str])
         page.click("#mic-record")
         page.wait_for_function("window.micCheck.state === 'recorded'", timeout=15_000)
         page.wait_for_function("window.micCheck.peak > 0.05", timeout=5_000)
+        continue_before_sound = page.is_disabled("#mic-continue")
+        page.click("#sound-play")
+        page.wait_for_function("window.micCheck.soundPlayed === true", timeout=15_000)
+        page.check("#headphones-confirm")
+        page.wait_for_function("window.micCheck.headphones === true", timeout=5_000)
         check = page.evaluate("window.micCheck")
+        check["continue_before_sound"] = continue_before_sound
         page.screenshot(path=str(Path(cfg["screenshots"]) / "study_b_mic.png"), full_page=True)
         page.click("#mic-continue")
         page.wait_for_selector("#session-list")
@@ -211,7 +217,8 @@ def rejoin_and_end(pw: Any, cfg: dict[str, Any], base: str,
                                timeout=30_000)
         page.click("#call-end")
         page.wait_for_function("window.participant.ended === true", timeout=30_000)
-        state = page.inner_text("#call-state")
+        state = page.get_attribute("#call-state", "data-state")
+        label = page.inner_text("#call-state")
         message = page.inner_text("#call-message")
         next_visible = page.is_visible("#next-link")
         page.click("#next-link")
@@ -220,8 +227,8 @@ def rejoin_and_end(pw: Any, cfg: dict[str, Any], base: str,
         page.click("#session-list a.session-open")
         page.wait_for_selector("#call-start")
         return {"link_text": link_text, "rejoined_at": rejoined_at, "state": state,
-                "message": message, "next_visible": next_visible, "items_after": items,
-                "session2_url": page.url}
+                "label": label, "message": message, "next_visible": next_visible,
+                "items_after": items, "session2_url": page.url}
     finally:
         browser.close()
 
@@ -244,7 +251,8 @@ def kill_server_mid_call(pw: Any, cfg: dict[str, Any], server: Server,
         return {"elapsed_at_kill": seen["elapsed"], "facts_at_kill": seen["facts"],
                 "restart_s": round(restart_s, 2),
                 "down_s": round(time.monotonic() - killed_at, 2),
-                "state_after": page.inner_text("#call-state"),
+                "state_after": page.get_attribute("#call-state", "data-state"),
+                "label_after": page.inner_text("#call-state"),
                 "message_after": page.inner_text("#call-message"),
                 "start_disabled": page.is_disabled("#call-start")}
     finally:

@@ -161,9 +161,13 @@ def test_consent_and_microphone_check(e2e: dict[str, Any]) -> None:
     assert consent["consent_url"].endswith(f"/p/{TOKEN}/consent")
     assert consent["mic_url"].endswith(f"/p/{TOKEN}/mic")
     assert consent["mic"]["recordedBytes"] > 0 and consent["mic"]["peak"] > 0.05
+    # Continue waits for the headphone check: the test sound played and confirmed.
+    assert consent["mic"]["continue_before_sound"]
+    assert consent["mic"]["soundPlayed"] and consent["mic"]["headphones"]
     assert consent["session_items"][0].startswith("Session 1 of 2")
     person = e2e["person"]
     assert person.consent == "given" and person.consent_at and person.mic_checked_at
+    assert person.headphones_checked_at
     assert (person.external_pid, person.external_study_id, person.external_session_id) == (
         "e2e-pid-1", "e2e-study", "e2e-session")
 
@@ -221,6 +225,7 @@ def test_closing_the_browser_and_reopening_rejoins_the_same_run(e2e: dict[str, A
     rejoin = _ok(e2e, "rejoin")
     assert rejoin["link_text"] == "continue"
     assert rejoin["state"] == "incomplete" and "ended early" in rejoin["message"]
+    assert rejoin["label"] == "Ended early"  # never the internal state name
     assert rejoin["next_visible"]
     row = e2e["rows"][0]
     assert row.state == "incomplete" and row.detail == "the participant ended the call"
@@ -245,6 +250,7 @@ def test_a_server_killed_mid_session_leaves_a_readable_incomplete_run(
     row = e2e["rows"][1]
     assert row.state == "incomplete" and row.detail == RECOVERED
     assert restart["state_after"] == "incomplete" and restart["start_disabled"]
+    assert restart["label_after"] == "Ended early"
     run_dir = _run_dir(e2e, 1)
     read = read_events(run_dir / "events.jsonl")
     events = read.events
