@@ -55,8 +55,9 @@ def test_labels_name_real_fields_and_actions(tasks: dict[str, TaskSpec], tmp_pat
 
 
 def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]) -> None:
-    """A regression floor on the development split, a little under what bench_observer
-    printed when the rules were last tuned (macro F1 0.87, approval P = R = 1.0)."""
+    """A regression floor on the development split (the first development files and the
+    retired first held-out split, ``*.h1.yaml``), a little under what bench_observer printed
+    when the split was formed (macro F1 0.884, approval P 0.981, R 0.918)."""
     observers = {t: SemanticActObserver(task) for t, task in tasks.items()}
 
     def observe(task: TaskSpec, text: str) -> list[PredictedAct]:
@@ -64,6 +65,6 @@ def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]
                 for a in observers[task.id].observe(text)]
 
     result = score(load_split("dev", tasks), observe)
-    assert result.macro_f1 >= 0.85
-    assert (result.approval.precision or 0) >= 0.98
-    assert (result.approval.recall or 0) >= 0.95
+    assert result.macro_f1 >= 0.87
+    assert (result.approval.precision or 0) >= 0.97
+    assert (result.approval.recall or 0) >= 0.90
