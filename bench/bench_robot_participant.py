@@ -18,8 +18,9 @@ tiny.en, as a person's would.
    revoke cue (or over an approval request), media time of the ``auth.decision`` minus the end
    of the participant's voice (``user.transcript.end_ms``). Figures for 1 call alone (the
    anchor, same run), the suite's ``--parallel`` calls, and ``--stress`` (8) calls at once on
-   tasks with approvals. The floor is the VAD's end-of-utterance quiet (640 ms): no decision
-   can come before the VAD says the utterance is over. Target: p95 ≤ 1000 ms at 8 calls.
+   tasks with approvals. The floor is the VAD's end-of-utterance quiet: it ends an utterance on
+   its 16th quiet 40 ms frame, 600 ms after the voice ended at the start of the first one, and
+   no decision can come before that. Target: p95 ≤ 1000 ms at 8 calls.
 
 Usage: .venv/bin/python bench/bench_robot_participant.py [--parallel 4] [--stress 8]
        [--tasks apexv1_010,apexv1_070] (figures also go to bench/out/robot_participant.json)
@@ -136,7 +137,7 @@ def main() -> None:
     suite = {t.id: t for t in load_tasks([default_tasks_dir()])}
     chosen = [suite[t] for t in args.tasks.split(",") if t] or list(suite.values())
     shared_asr()  # loaded once, before the clocks start
-    floor = EnergyVAD().hangover * FRAME_MS
+    floor = (EnergyVAD().hangover - 1) * FRAME_MS
     out: dict[str, Any] = {"floor_vad_end_quiet_ms": floor}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
