@@ -194,9 +194,12 @@ def speech_setup(cache_dir: Path | None, sources_dir: Path | None, force: bool,
               help="With --agent baseline: the baseline's policy is the OpenAI-compatible chat "
                    "model at this /v1 URL (key from APEX_BASELINE_LLM_KEY).")
 @click.option("--llm-model", default=None, help="The chat model's name, with --llm-url.")
+@click.option("--strict-protocol", is_flag=True,
+              help="End a run on any provider message type its adapter does not model "
+                   "(default: log it as agent.protocol_unknown and go on).")
 def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: int, seed: int,
         clock: str, concurrency: int, out: Path, llm_url: str | None,
-        llm_model: str | None) -> None:
+        llm_model: str | None, strict_protocol: bool) -> None:
     """Run a campaign; finished (task, repeat) pairs in OUT are skipped."""
     from runtime.agents.errors import ProviderConfigError
     from runtime.agents.scripted import ScriptError
@@ -204,6 +207,10 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
 
     if bool(task_id) == bool(tasks_dir):
         _fail("give exactly one of --task ID or --tasks DIR")
+    if strict_protocol:
+        from runtime.agents.errors import STRICT_PROTOCOL_ENV
+
+        os.environ[STRICT_PROTOCOL_ENV] = "1"
     if llm_url or llm_model:
         # The baseline reads its LLM settings from the environment (APEX_BASELINE_LLM_*), so
         # `baseline:llm` runs the same from the CLI, a campaign script or a test.

@@ -15,6 +15,7 @@ un-committed (TS, AV still see the real lifecycle), a committed artifact stays c
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from grading.judge import Judge, score_field
 from grading.provenance import matches, shortcuts
 from runtime.events import (
     AgentAct,
+    AgentProtocolUnknown,
     ArtifactUpdate,
     AuthBlocked,
     AuthDecisionEvent,
@@ -91,6 +93,9 @@ class RunGrade(BaseModel):
     corrections: list[Correction] = Field(default_factory=list)
     """Researchers' corrections of speech-authorization decisions applied to this grade (the
     latest per decision; each says who, when, old → new and why)."""
+    protocol_unknown: dict[str, int] = Field(default_factory=dict)
+    """Provider message types the adapter did not model and ignored (``agent.protocol_unknown``),
+    with how often each came: a diagnostic of our parser, never a gate."""
 
 
 class FinalState(BaseModel):
@@ -358,6 +363,8 @@ def grade_events(
         infrastructure_failure=(end is not None and end.failure_class == "infrastructure")
         or bool(late),
         problems=all_problems, corrections=auth.applied,
+        protocol_unknown=dict(Counter(e.event_type for e in events
+                                      if isinstance(e, AgentProtocolUnknown))),
     )
 
 

@@ -44,7 +44,7 @@ Each metric starts a fresh ``default_rng(seed)``, so a report is reproducible fo
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -98,6 +98,8 @@ class RunOutcome(BaseModel):
     corrected_total: int = Field(default=0, ge=0)
     taxonomy: dict[str, str | list[str]] = Field(default_factory=dict)
     infrastructure_failure: bool = False
+    protocol_unknown: dict[str, int] = Field(default_factory=dict)
+    """Provider message types the adapter ignored in this run, with counts."""
 
     @model_validator(mode="after")
     def _counts_consistent(self) -> RunOutcome:
@@ -154,6 +156,9 @@ class CampaignReport(BaseModel):
     gate_pass_rates: dict[str, float]
     correction_uptake: Metric
     slices: dict[str, dict[str, SliceRow]]
+    protocol_unknown: dict[str, int] = Field(default_factory=dict)
+    """Provider message types the adapters ignored, summed over every run (infrastructure
+    failures included): a non-empty table means our wire models lag the provider."""
     confidence: float = 0.95  # level of every CI in the report
     n_resamples: int = 10_000  # task-level bootstrap resamples behind every CI
 
@@ -547,6 +552,7 @@ def campaign_report(
         n_runs=sum(t.n for t in tasks),
         n_tasks=len(tasks),
         n_infrastructure_failures=sum(1 for r in runs if r.infrastructure_failure),
+        protocol_unknown=dict(sum((Counter(r.protocol_unknown) for r in runs), Counter())),
         pass_at_1=pass_at_k(runs, 1, n_resamples=b, seed=seed, confidence=confidence),
         pass_at_3=pass_at_k(runs, 3, n_resamples=b, seed=seed, confidence=confidence),
         reliable_at_3=reliable_at_k(runs, 3, n_resamples=b, seed=seed, confidence=confidence),

@@ -20,6 +20,7 @@ def outcome_of(grade: RunGrade, task: TaskSpec, repeat: int) -> RunOutcome:
         corrected_correct=sum(f.correct for f in mine), corrected_total=len(mine),
         taxonomy={k: v for k, v in task.taxonomy.model_dump().items()},
         infrastructure_failure=grade.infrastructure_failure,
+        protocol_unknown=grade.protocol_unknown,
     )
 
 

@@ -254,6 +254,16 @@ class WorldEventFired(_Event):
     description: str
 
 
+class AgentProtocolUnknown(_Event):
+    """The provider sent a message type its adapter does not model; it was ignored (outside
+    strict mode). Counted in the run's and the campaign's diagnostics."""
+
+    type: Literal["agent.protocol_unknown"] = "agent.protocol_unknown"
+    source: Source = "agent"
+    event_type: str
+    message: str = ""
+
+
 class AgentErrorEvent(_Event):
     type: Literal["agent.error"] = "agent.error"
     source: Source = "agent"
@@ -347,7 +357,8 @@ Event = Annotated[
     | AgentSpeechStart | AgentSpeechEnd | AgentTruncated | AgentTranscript | AgentAct
     | AgentHangup | ToolCall | ToolResult | ArtifactUpdate | ArtifactLifecycle | AuthGrant
     | AuthRevoke | AuthHold | AuthInvalidated | AuthUse | AuthBlocked | DuplexFire | WorldEventFired
-    | AgentErrorEvent | CueShow | CueDone | CardFact | UserTranscript | AuthDecisionEvent
+    | AgentErrorEvent | AgentProtocolUnknown | CueShow | CueDone | CardFact | UserTranscript
+    | AuthDecisionEvent
     | ParticipantConnection,
     Field(discriminator="type"),
 ]

@@ -28,6 +28,7 @@ from runtime.agents.base import (
     Hangup,
     InfrastructureError,
     Interrupted,
+    ProtocolUnknown,
     ResponseDone,
     ToolCallRequest,
     TranscriptDone,
@@ -37,6 +38,7 @@ from runtime.events import (
     AgentAct,
     AgentErrorEvent,
     AgentHangup,
+    AgentProtocolUnknown,
     AgentSpeechEnd,
     AgentSpeechStart,
     AgentTranscript,
@@ -441,6 +443,9 @@ class Orchestrator:
                 elif isinstance(ev, Hangup):
                     hangup = True
                     self._emit(AgentHangup())
+                elif isinstance(ev, ProtocolUnknown):
+                    self._emit(AgentProtocolUnknown(event_type=ev.event_type,
+                                                    message=ev.message[:300]))
                 elif isinstance(ev, AgentErrorSignal):
                     self._emit(AgentErrorEvent(category=ev.category, message=ev.message))
                     if ev.fatal:

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from runtime.agents.errors import STRICT_PROTOCOL_ENV
 from runtime.campaign import parse_agent_spec, run_dir_for, run_one
 from runtime.spec import TaskSpec, default_tasks_dir, find_task, load_tasks
+
+# Strict wire parsing in every test: a message type an adapter does not model fails the run,
+# so the fakes stay honest (tests of the tolerant default set it to 0 themselves).
+os.environ[STRICT_PROTOCOL_ENV] = "1"
 
 
 @pytest.fixture(scope="session", autouse=True)

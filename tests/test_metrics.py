@@ -461,3 +461,14 @@ def test_campaign_report_and_scorecard() -> None:
     assert "Gate PV" in text and "Infrastructure failures" in text
     lo, hi = report.pass_at_1.ci  # type: ignore[misc]
     assert f"[{100 * lo:.1f}%, {100 * hi:.1f}%]" in text
+
+
+def test_the_report_sums_ignored_provider_message_types_over_every_run() -> None:
+    runs = [
+        run("t1", 0, True).model_copy(update={"protocol_unknown": {"ping": 3}}),
+        run("t1", 1, False).model_copy(update={"protocol_unknown": {"ping": 1, "x.y": 2}}),
+        run("t2", 0, True, infra=True).model_copy(update={"protocol_unknown": {"x.y": 1}}),
+        run("t2", 1, True),
+    ]
+    report = campaign_report(runs, n_resamples=50)
+    assert report.protocol_unknown == {"ping": 4, "x.y": 3}

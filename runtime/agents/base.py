@@ -64,6 +64,15 @@ class Hangup:
 
 
 @dataclass(frozen=True)
+class ProtocolUnknown:
+    """The provider sent a message type the adapter does not model; it was ignored (logged as
+    ``agent.protocol_unknown``, counted in the run's diagnostics)."""
+
+    event_type: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class AgentErrorSignal:
     category: str
     message: str
@@ -72,7 +81,7 @@ class AgentErrorSignal:
 
 AgentEvent = (
     AudioDelta | TranscriptDelta | TranscriptDone | ToolCallRequest | ResponseDone
-    | Interrupted | Hangup | AgentErrorSignal
+    | Interrupted | Hangup | AgentErrorSignal | ProtocolUnknown
 )
 
 

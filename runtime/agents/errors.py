@@ -55,8 +55,30 @@ class ProviderConfigError(Exception):
 
 class WireProtocolError(Exception):
     """The provider sent something the adapter's wire models do not describe (an unknown event
-    ``type``, a malformed payload, a non-JSON frame). Never swallowed: the adapter turns it into
-    a fatal ``protocol`` error."""
+    ``type``, a malformed payload, a non-JSON frame). The adapter turns it into a fatal
+    ``protocol`` error, except an :class:`UnknownWireEvent` outside strict mode."""
+
+
+class UnknownWireEvent(WireProtocolError):
+    """A well-formed server message of a type this adapter does not model. Outside strict mode
+    (:func:`strict_protocol`) it is logged (``agent.protocol_unknown``) and ignored: a provider
+    that adds an event must not end runs and have our parser blamed on the agent. In strict mode
+    (tests, ``--strict-protocol``) it is a fatal ``protocol`` error, so the fakes stay honest."""
+
+    def __init__(self, event_type: str, message: str) -> None:
+        super().__init__(message)
+        self.event_type = event_type
+
+
+STRICT_PROTOCOL_ENV = "APEX_STRICT_PROTOCOL"
+
+
+def strict_protocol() -> bool:
+    """Strict mode: ``APEX_STRICT_PROTOCOL=1`` (set by the test suite and by
+    ``apex-voice run --strict-protocol``)."""
+    import os
+
+    return os.environ.get(STRICT_PROTOCOL_ENV, "").strip() in ("1", "true", "yes")
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@
       case "auth.revoke": return "revoked " + e.action;
       case "auth.invalidated": return "invalidated " + e.action + " (edited: " + e.changed.join(", ") + ")";
       case "auth.hold": return "held " + e.tools.join(", ") + " " + e.waited_ms + " ms for a live decision: " + (e.outcome === "expired" ? "EXPIRED (infrastructure)" : "decided");
+      case "agent.protocol_unknown": return "ignored provider message " + e.event_type;
       case "auth.use": return "used " + e.action;
       case "auth.blocked": return "BLOCKED " + e.action;
       case "duplex.fire": return e.kind + " → " + e.plan_id + (e.overlap === false ? " (agent silent)" : "");

@@ -466,6 +466,27 @@ async def test_an_unknown_server_message_is_a_protocol_error(tmp_path: Path) -> 
     assert session_end(result).reason == "agent_error"
 
 
+async def test_outside_strict_mode_an_unknown_message_is_logged_and_counted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default for real campaigns: the run goes on, the log says what was ignored, and
+    the grade counts it (diagnostics, never a gate)."""
+    from grading.gates import grade_run_dir
+    from runtime.events import AgentProtocolUnknown
+    from tests.conftest import bundled_tasks
+
+    monkeypatch.setenv("APEX_STRICT_PROTOCOL", "0")
+    turns = [Turn.of(Say("Hello."), Send({"serverContemplation": {"mood": "pensive"}}),
+                     after="now")]
+    async with FakeGeminiLive(turns) as fake:
+        result, _ = await run_task("apexv1_001", fake, tmp_path)
+    assert agent_errors(result) == []
+    unknown = [e for e in events_of(result) if isinstance(e, AgentProtocolUnknown)]
+    assert [e.event_type for e in unknown] == ["serverContemplation"]
+    assert session_end(result).reason != "agent_error"
+    grade = grade_run_dir(result.run_dir, {t.id: t for t in bundled_tasks()})
+    assert grade.protocol_unknown == {"serverContemplation": 1}
+
+
 async def test_disconnect_mid_response_is_an_infrastructure_drop(tmp_path: Path) -> None:
     turns = [Turn.of(Say("Hi, thanks for calling the benefits desk.", ms=3000), Drop(),
                      after="now")]

@@ -10,6 +10,7 @@ from runtime.agents.base import (
     AgentErrorSignal,
     AudioDelta,
     InfrastructureError,
+    ProtocolUnknown,
     ResponseDone,
     ToolCallRequest,
     TranscriptDone,
@@ -198,3 +199,21 @@ async def test_resampling_keeps_frequency_and_duration(kind: str, rate: int) -> 
         assert harness.violations() == []
     finally:
         await harness.stop()
+
+
+async def test_outside_strict_mode_an_unknown_server_event_is_logged_and_ignored(
+    harness: ProviderHarness, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default for real campaigns: a message type the adapter does not model ends no run;
+    it comes out as ``ProtocolUnknown`` (logged as ``agent.protocol_unknown``) and the turn
+    goes on, tool calls included."""
+    monkeypatch.setenv("APEX_STRICT_PROTOCOL", "0")
+    await harness.start(Scenario(script=PARALLEL, unknown_event_on_response=1))
+    adapter = harness.adapter()
+    await adapter.connect(CONFIG)
+    events = await drive(adapter, user_turn())
+    await adapter.close()
+    assert not [e for e in events if isinstance(e, AgentErrorSignal)]
+    unknown = [e for e in events if isinstance(e, ProtocolUnknown)]
+    assert len(unknown) == 1 and "telepathy" in unknown[0].event_type
+    assert [e for e in events if isinstance(e, ToolCallRequest)]

@@ -44,7 +44,13 @@ from runtime.agents.base import (
     TranscriptDelta,
     TranscriptDone,
 )
-from runtime.agents.errors import ErrorCategory, ProviderError, WireProtocolError, provider_error
+from runtime.agents.errors import (
+    ErrorCategory,
+    ProviderError,
+    UnknownWireEvent,
+    WireProtocolError,
+    provider_error,
+)
 from runtime.agents.providers._realtime import GatedRealtimeAdapter, decode_pcm16
 
 # --------------------------------------------------------------------------- wire models
@@ -166,9 +172,10 @@ class Catalog:
             )
         model = self.models.get(data["type"])
         if model is None:
-            raise WireProtocolError(
+            raise UnknownWireEvent(
+                data["type"],
                 f"{self.provider} sent an unknown event type {data['type']!r} "
-                "(not in this adapter's wire models; the protocol may have changed)"
+                "(not in this adapter's wire models; the protocol may have changed)",
             )
         try:
             return model.model_validate(data)

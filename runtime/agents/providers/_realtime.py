@@ -34,14 +34,17 @@ from runtime.agents.base import (
     AgentSessionConfig,
     AudioDelta,
     Interrupted,
+    ProtocolUnknown,
     ResponseDone,
 )
 from runtime.agents.errors import (
     ErrorCategory,
     ProviderConfigError,
     ProviderError,
+    UnknownWireEvent,
     WireProtocolError,
     connection_lost,
+    strict_protocol,
 )
 from runtime.agents.providers._transport import LockstepSync, WebsocketTransport, check_ws_url
 from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, StreamResampler
@@ -485,6 +488,13 @@ class RealtimeAdapter(ABC):
             for raw in self.transport.drain():
                 try:
                     await self.handle(self.parse(raw))
+                except UnknownWireEvent as exc:
+                    if strict_protocol():
+                        self.fail(ProviderError(
+                            ErrorCategory.PROTOCOL, f"{self.settings.kind}: {exc}", fatal=True,
+                        ))
+                        break
+                    self.emit(ProtocolUnknown(event_type=exc.event_type, message=str(exc)))
                 except WireProtocolError as exc:
                     self.fail(ProviderError(
                         ErrorCategory.PROTOCOL, f"{self.settings.kind}: {exc}", fatal=True,

@@ -45,6 +45,7 @@ from runtime.agents.base import (
     AgentSessionConfig,
     AudioDelta,
     Interrupted,
+    ProtocolUnknown,
     ResponseDone,
     ToolCallRequest,
     TranscriptDelta,
@@ -55,9 +56,11 @@ from runtime.agents.errors import (
     ErrorCategory,
     ProviderConfigError,
     ProviderError,
+    UnknownWireEvent,
     WireProtocolError,
     connection_lost,
     provider_error,
+    strict_protocol,
 )
 from runtime.agents.providers._realtime import PlayoutMirror
 from runtime.agents.providers._transport import LockstepSync
@@ -575,6 +578,12 @@ class GeminiLiveAdapter:
             for raw in arrivals:
                 try:
                     self._handle(parse_server_message(raw))
+                except UnknownWireEvent as exc:
+                    if strict_protocol():
+                        self._fail(ProviderError(ErrorCategory.PROTOCOL, f"{KIND}: {exc}",
+                                                 fatal=True))
+                        break
+                    self._emit(ProtocolUnknown(event_type=exc.event_type, message=str(exc)))
                 except WireProtocolError as exc:
                     self._fail(ProviderError(ErrorCategory.PROTOCOL, f"{KIND}: {exc}",
                                              fatal=True))

@@ -22,7 +22,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from runtime.agents.errors import ErrorCategory, WireProtocolError, category_for_http_status
+from runtime.agents.errors import (
+    ErrorCategory,
+    UnknownWireEvent,
+    WireProtocolError,
+    category_for_http_status,
+)
 
 __all__ = [
     "Blob",
@@ -179,8 +184,9 @@ def parse_server_message(raw: str | bytes) -> ServerMessage:
         k for k in data if k not in KNOWN_KINDS and k not in ServerMessage.model_fields
     )
     if unknown:
-        raise WireProtocolError(
-            f"unknown server message kind {', '.join(unknown)} (known: {', '.join(KNOWN_KINDS)})"
+        raise UnknownWireEvent(
+            ",".join(unknown),
+            f"unknown server message kind {', '.join(unknown)} (known: {', '.join(KNOWN_KINDS)})",
         )
     try:
         return ServerMessage.model_validate(data)

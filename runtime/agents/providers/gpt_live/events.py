@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from runtime.agents.errors import WireProtocolError
+from runtime.agents.errors import UnknownWireEvent, WireProtocolError
 from runtime.agents.providers._openai_style import Catalog, WireEvent, ignored
 
 VOICES: tuple[str, ...] = (
@@ -274,9 +274,10 @@ def nested(event: dict[str, Any]) -> NestedEvent:
     kind = event.get("type")
     model = NESTED.get(kind) if isinstance(kind, str) else None
     if model is None:
-        raise WireProtocolError(
+        raise UnknownWireEvent(
+            f"response.event/{kind}",
             f"gpt-live sent a response.event wrapping an unknown Responses event {kind!r}: "
-            + json.dumps(event)[:200]
+            + json.dumps(event)[:200],
         )
     try:
         return model.model_validate(event)

@@ -4,8 +4,12 @@ xAI speaks the OpenAI realtime *event names* (GA spelling: ``response.output_aud
 ``response.output_audio_transcript.delta``/``.done``, ``response.function_call_arguments.done``)
 with its own *session shape*: ``voice``, ``instructions``, ``turn_detection`` and the audio
 formats sit directly in ``session``, and PCM carries an explicit sample rate. The server events
-below are the OpenAI-compatible set xAI documents; xAI does not promise forward-compatible
-extra events, so any other type raises a protocol error.
+below are the OpenAI-compatible set xAI documents, plus the events public clients that ran
+against the service have seen: ``ping`` (a keep-alive with a ``timestamp``; pipecat's
+``services/xai/realtime/events.py`` ``PingEvent``), live transcription updates, the input
+buffer's inactivity timeout, truncated/deleted items and text-only deltas. A type not listed
+here is logged and ignored (``agent.protocol_unknown``) unless strict mode is on
+(runtime/agents/errors.py ``strict_protocol``).
 """
 
 from __future__ import annotations
@@ -74,5 +78,10 @@ CATALOG = Catalog("grok", {
         "response.output_text.delta", "response.output_text.done",
         "response.function_call_arguments.delta",
         "rate_limits.updated",
+        # Seen from the real service by public clients (docs/adapters.md, "Grok"):
+        "ping", "conversation.item.input_audio_transcription.updated",
+        "conversation.item.input_audio_transcription.delta",
+        "input_audio_buffer.timeout_triggered", "conversation.item.truncated",
+        "conversation.item.deleted", "response.text.delta", "response.text.done",
     ),
 })
