@@ -601,6 +601,9 @@ def format_scorecard(report: CampaignReport) -> str:
         ("Tasks", str(report.n_tasks)),
         ("Infrastructure failures", str(report.n_infrastructure_failures)),
     ]
+    if report.protocol_unknown:
+        rows.append(("Ignored provider messages", ", ".join(
+            f"{t} ×{n}" for t, n in sorted(report.protocol_unknown.items()))))
     width = max(len(name) for name, _ in rows)
     lines = [
         f"APEX-Voice scorecard ({100.0 * report.confidence:g}% CIs: task-level bootstrap, "

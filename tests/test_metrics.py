@@ -472,3 +472,4 @@ def test_the_report_sums_ignored_provider_message_types_over_every_run() -> None
     ]
     report = campaign_report(runs, n_resamples=50)
     assert report.protocol_unknown == {"ping": 4, "x.y": 3}
+    assert "Ignored provider messages  ping ×4, x.y ×3" in format_scorecard(report)
