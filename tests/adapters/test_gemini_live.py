@@ -251,6 +251,24 @@ def assert_barge_in_truncated(
     assert len(sent_interrupted) == len(truncs)
 
 
+async def test_an_interrupted_turn_without_turn_complete_does_not_silence_the_next(
+        tmp_path: Path) -> None:
+    """Public clients report ``interrupted`` with no ``turnComplete`` after it. Before, the
+    adapter dropped every later model turn (its drop flag waited for ``turnComplete``), so the
+    agent went silent after the first barge-in; now content after a silent gap is the next
+    turn, and the run says so (a non-fatal ``protocol`` note). apexv1_070 still passes."""
+    async with FakeGeminiLive(oracle_turns("apexv1_070", parallel=True),
+                              complete_interrupted=False) as fake:
+        result, _adapter = await run_task("apexv1_070", fake, tmp_path)
+    assert fake.interruptions >= 1
+    notes = [e for e in agent_errors(result) if "never completed" in e.message]
+    assert len(notes) == fake.interruptions
+    end = session_end(result)
+    assert end.failure_class == "none", end.detail
+    grade = grade_run_dir(result.run_dir, {t.id: t for t in bundled_tasks()})
+    assert grade.WS, grade.gate_reasons
+
+
 async def test_revoked_approval_task_with_barge_in(tmp_path: Path) -> None:
     """apexv1_070: the user barges in on "I'm submitting…" and revokes; the fake model yields,
     re-records the end date, re-checks, asks again and commits. Each turn's calls go out as

@@ -397,7 +397,8 @@ class _Session:
                     ids=list(self.pending_calls)))))
             self.pending_calls = {}
         self.emit(_content(interrupted=True))
-        self.emit(_content(turn_complete=True))
+        if self.fake.complete_interrupted:
+            self.emit(_content(turn_complete=True))
         self.fake.interruptions += 1
         self.steps, self.stream = [], []
         self.playing_until = self.clock_ms
@@ -470,8 +471,12 @@ class FakeGeminiLive:
     def __init__(
         self, turns: Sequence[Turn] = (), *, api_key: str = FAKE_KEY,
         reject: tuple[int, str] | None = None, speedup: float = 4.0,
+        complete_interrupted: bool = True,
     ) -> None:
         self.turns = list(turns)
+        self.complete_interrupted = complete_interrupted
+        """False: an interrupted turn gets ``interrupted`` but no ``turnComplete`` (public
+        clients report the service doing so)."""
         self.speedup = speedup
         """Utterances stream this many times faster than real time, paced by the user audio
         received; 0 sends each utterance in one burst."""

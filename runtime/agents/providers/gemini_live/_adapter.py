@@ -78,6 +78,10 @@ from runtime.audio import SAMPLE_RATE, Pcm, StreamResampler
 
 log = logging.getLogger(__name__)
 
+RESUME_GAP_MS = 1000
+"""After ``interrupted``, model content that arrives this long after the last dropped content
+starts the next turn even if the cut turn never got its ``turnComplete``."""
+
 
 class _RedactCredentials(logging.Filter):
     """websockets logs every handshake header at DEBUG, the API key header included."""
@@ -207,6 +211,9 @@ class GeminiLiveAdapter:
         self._turn = 0
         self._generating = False
         self._dropping = False
+        self._dropped_at = 0
+        """Media ms of the last interrupted content dropped."""
+        self._now_ms = 0
         self._turn_text: list[str] = []
         # Tool calls awaiting results, oldest first.
         self._batches: list[_ToolBatch] = []
@@ -477,7 +484,21 @@ class GeminiLiveAdapter:
             self._emit(Interrupted(reason="barge_in"))
             self._from_server = None
             self._dropping = True
+            self._dropped_at = self._now_ms
+        if (content.model_turn is not None and self._dropping
+                and self._now_ms - self._dropped_at >= RESUME_GAP_MS):
+            # ``interrupted`` without ``turnComplete``: content after a silent gap is the next
+            # turn, not the rest of the cut one (which would have kept streaming).
+            self._fail(ProviderError(
+                ErrorCategory.PROTOCOL,
+                f"{KIND}: interrupted turn never completed (no turnComplete); the next turn "
+                f"began {self._now_ms - self._dropped_at} ms later and is played",
+                fatal=False,
+            ))
+            self._generating = self._dropping = False
         if content.model_turn is not None:
+            if self._dropping:
+                self._dropped_at = self._now_ms
             self._start_turn()
             for part in content.model_turn.parts:
                 blob = part.inline_data
@@ -567,6 +588,7 @@ class GeminiLiveAdapter:
                 await self._send("tool_response", function_responses=responses)
 
     async def poll(self, t_media_ms: int) -> list[AgentEvent]:
+        self._now_ms = t_media_ms
         self.playout.advance(t_media_ms)
         if not self._failed:
             await self._settle()
