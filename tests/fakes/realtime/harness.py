@@ -126,6 +126,8 @@ class GrokHarness(RealtimeHarness):
     voice_env = "APEX_GROK_VOICE"
     rate_env = "APEX_GROK_SAMPLE_RATE"
     wire_rates = (24_000, 16_000, 48_000)
+    truncates_on_wire = True
+    cancels_on_wire = True
 
 
 class StepFunHarness(RealtimeHarness):

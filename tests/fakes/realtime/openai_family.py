@@ -78,6 +78,9 @@ class OpenAIFamilySession(FakeSession):
     tools_need_choice_auto: ClassVar[bool] = False
     refuse_overlapping_create: ClassVar[bool] = False
     hang_on_early_create: ClassVar[bool] = False
+    cancels_on_speech: ClassVar[bool] = True
+    """Server VAD cancels the active response by itself at ``speech_started`` (OpenAI); False:
+    the response keeps streaming until the client sends ``response.cancel`` (xAI)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -194,7 +197,7 @@ class OpenAIFamilySession(FakeSession):
         await self.emit({"type": "input_audio_buffer.speech_started",
                          "event_id": self.new_id("event"), "audio_start_ms": self.audio_ms,
                          "item_id": self.user_item})
-        if self.active is not None and self.speech is not None:
+        if self.cancels_on_speech and self.active is not None and self.speech is not None:
             await self.cancel("turn_detected")
 
     async def on_speech_stopped(self) -> None:
@@ -385,6 +388,9 @@ class OpenAISession(OpenAIFamilySession):
 
 class GrokSession(OpenAIFamilySession):
     hang_on_early_create = True
+    cancels_on_speech = False
+    """pipecat's changelog for its xAI realtime service: under server VAD an interruption needs
+    ``response.cancel`` (and ``conversation.item.truncate``) from the client."""
 
     def voice_of(self, session: dict[str, Any]) -> str | None:
         voice = session.get("voice")

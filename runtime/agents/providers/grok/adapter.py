@@ -6,9 +6,11 @@ tool calls from ``response.function_call_arguments.done``. D.2's parallel-tool-c
 avoided by the shared response lifecycle: every ``function_call_output`` of a response is
 submitted before a single continuation ``response.create``.
 
-Barge-in: xAI's server VAD sends ``input_audio_buffer.speech_started`` and stops the response
-itself; the adapter emits ``Interrupted`` and drops the rest of that response. xAI documents no
-``conversation.item.truncate``, so nothing about the heard position goes back on the wire.
+Barge-in: xAI's server VAD sends ``input_audio_buffer.speech_started`` but does not stop the
+response by itself (pipecat's xAI realtime service, changelog: interruptions under server VAD
+must send ``response.cancel`` and ``conversation.item.truncate``): the adapter emits
+``Interrupted``, drops the rest of that response, sends ``response.cancel`` while one is being
+generated, and ``conversation.item.truncate`` with the heard position.
 
 The wire sample rate defaults to the runtime's 24 kHz; ``APEX_GROK_SAMPLE_RATE`` picks another
 rate xAI accepts (the audio is then resampled with soxr both ways).
@@ -19,7 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from runtime.agents.base import AgentSessionConfig
-from runtime.agents.providers._openai_style import OpenAIStyleAdapter, function_tools
+from runtime.agents.providers._openai_style import (
+    ConversationItemTruncate,
+    OpenAIStyleAdapter,
+    function_tools,
+)
 from runtime.agents.providers._realtime import env_rate, settings_from_env, with_query
 from runtime.agents.providers.grok.events import (
     CATALOG,
@@ -44,6 +50,7 @@ RATE_ENV = "APEX_GROK_SAMPLE_RATE"
 
 class GrokAdapter(OpenAIStyleAdapter):
     catalog = CATALOG
+    cancel_on_barge_in = True
 
     def endpoint(self) -> str:
         return with_query(self.settings.url, model=self.settings.model)
@@ -61,6 +68,12 @@ class GrokAdapter(OpenAIStyleAdapter):
 
     async def start_session(self, config: AgentSessionConfig) -> None:
         await self.handshake(self.session(config))
+
+    async def truncate_item(self, item_id: str, audio_end_ms: int) -> None:
+        await self.send(ConversationItemTruncate(
+            event_id=self.next_id("truncate"), item_id=item_id, content_index=0,
+            audio_end_ms=audio_end_ms,
+        ))
 
 
 def make_adapter(model: str | None, env: Mapping[str, str]) -> GrokAdapter:
