@@ -34,6 +34,7 @@ overlapped it is attributed to the reply. See docs/live_user.md.
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 import threading
@@ -635,6 +636,19 @@ class LiveParticipant:
                 at, plan, trigger = self._queue[0]
                 return PendingPlan(plan.id, trigger, at)
             return None
+
+    def anticipate(self, acts: list[Act]) -> UserPlan | None:
+        """The first plan the reply to a turn with these acts would be, asked on a copy of the
+        policy (nothing changes here): what a participant who understood the question would
+        start saying before the turn ends. For robot participants; None before the opening."""
+        with self._lock:
+            if not self._opened:
+                return None
+            real = self.policy
+            # The observer is stateless and may be large: shared, never copied.
+            policy = copy.deepcopy(real, memo={id(real._observer): real._observer})
+        chosen = policy.respond(acts)
+        return chosen[0].plan if chosen else None
 
     def on_agent_speech_start(self, t_ms: int) -> None:
         del t_ms

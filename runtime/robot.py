@@ -21,7 +21,6 @@ question ending. It is a test driver, never part of a real participant's session
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
 import random
 from collections.abc import Callable
@@ -184,16 +183,7 @@ class HumanRobot:
     def _anticipate(self) -> UserPlan | None:
         """The reply the participant's policy gives this turn's acts so far (asked on a copy:
         the participant's own policy answers only when the turn has ended)."""
-        participant = self.participant
-        with participant._lock:  # a consistent copy (the robot runs on the call's thread)
-            real = participant.policy
-            # The observer is stateless and may hold a loaded model: shared, never copied.
-            policy = copy.deepcopy(real, memo={id(real._observer): real._observer})
-            opened = participant._opened
-        if not opened:
-            return None
-        chosen = policy.respond(self._acts.get(self._turn, []))
-        return chosen[0].plan if chosen else None
+        return self.participant.anticipate(self._acts.get(self._turn, []))
 
 
 def run_with_robot(
