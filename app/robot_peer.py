@@ -13,7 +13,6 @@ run's verdict (``bench/bench_robot_participant.py`` runs the whole suite with fi
 from __future__ import annotations
 
 import asyncio
-import fractions
 import threading
 import time
 from collections.abc import Sequence
@@ -24,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from app.live import CallPlan, CallProbes, LiveCall, LiveCallManager
-from app.rtc import WEBRTC_FRAME, WEBRTC_RATE, discard_track
+from app.rtc import WEBRTC_FRAME, WEBRTC_RATE, discard_track, paced_mic_track
 from runtime.audio import SAMPLE_RATE, Pcm, resample
 from runtime.events import Event
 from runtime.live_user import LiveParticipant
@@ -65,37 +64,6 @@ class _Driver:
         return out
 
 
-def _robot_track(driver: _Driver) -> Any:
-    import av
-    from aiortc import MediaStreamTrack
-
-    class RobotMic(MediaStreamTrack):
-        kind = "audio"
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.pos = 0
-            self.start: float | None = None
-
-        async def recv(self) -> av.AudioFrame:
-            if self.start is None:
-                self.start = time.monotonic()
-            else:
-                wait = self.start + self.pos / WEBRTC_RATE - time.monotonic()
-                if wait > 0:
-                    await asyncio.sleep(wait)
-            chunk = driver.next_20ms()
-            frame = av.AudioFrame.from_ndarray(np.repeat(chunk, 2).reshape(1, -1),
-                                               format="s16", layout="stereo")
-            frame.sample_rate = WEBRTC_RATE
-            frame.pts = self.pos
-            frame.time_base = fractions.Fraction(1, WEBRTC_RATE)
-            self.pos += WEBRTC_FRAME
-            return frame
-
-    return RobotMic()
-
-
 @dataclass
 class RobotCall:
     call: LiveCall
@@ -109,19 +77,15 @@ class RobotCall:
             task.cancel()
 
 
-async def connect_robot(manager: LiveCallManager, plan: CallPlan, *,
-                        timing: HumanTiming | None = None) -> RobotCall:
-    """Open ``plan``'s call on ``manager`` and connect a robot's browser to it (the run starts
-    when the peer connects, as with a person)."""
+async def connect_browser(call: LiveCall, mic: Any,
+                          drains: list[asyncio.Task[None]]) -> Any:
+    """A loopback aiortc peer in the participant's browser's place: sends ``mic`` (an aiortc
+    track), drains the agent's track (tasks appended to ``drains``), and completes the offer /
+    answer with ``call``. Returns the peer connection."""
     from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
-    holder: dict[str, _Driver] = {}
-    probes = CallProbes(event=lambda e: holder["d"].on_event(e) if "d" in holder else None)
-    call = await manager.open(plan, probes=probes)
-    driver = holder["d"] = _Driver(call, timing, plan.seed)
     pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    pc.addTrack(_robot_track(driver))
-    drains: list[asyncio.Task[None]] = []
+    pc.addTrack(mic)
 
     @pc.on("track")
     def _on_track(track: Any) -> None:
@@ -130,6 +94,19 @@ async def connect_robot(manager: LiveCallManager, plan: CallPlan, *,
     await pc.setLocalDescription(await pc.createOffer())
     answer = await call.answer(pc.localDescription.sdp, "offer")
     await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type="answer"))
+    return pc
+
+
+async def connect_robot(manager: LiveCallManager, plan: CallPlan, *,
+                        timing: HumanTiming | None = None) -> RobotCall:
+    """Open ``plan``'s call on ``manager`` and connect a robot's browser to it (the run starts
+    when the peer connects, as with a person)."""
+    holder: dict[str, _Driver] = {}
+    probes = CallProbes(event=lambda e: holder["d"].on_event(e) if "d" in holder else None)
+    call = await manager.open(plan, probes=probes)
+    driver = holder["d"] = _Driver(call, timing, plan.seed)
+    drains: list[asyncio.Task[None]] = []
+    pc = await connect_browser(call, paced_mic_track(driver.next_20ms), drains)
     return RobotCall(call, driver.robot, pc, drains)
 
 

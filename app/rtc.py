@@ -234,20 +234,19 @@ def channel_track_class() -> Callable[[AudioFeed], MediaStreamTrack]:
 
 
 @functools.cache
-def recorded_mic_track_class() -> Callable[[Pcm, bool], MediaStreamTrack]:
-    """aiortc's track class for a recorded microphone: 48 kHz PCM sent as a browser sends its
-    microphone (20 ms stereo s16 frames, paced in real time), then silence, or from the start
-    again when ``loop``. For tests and benchmarks that play the participant's browser."""
+def _paced_mic_class() -> Callable[[Callable[[], Pcm]], MediaStreamTrack]:
     import av
     from aiortc import MediaStreamTrack
 
-    class RecordedMic(MediaStreamTrack):
+    class PacedMic(MediaStreamTrack):
+        """A browser's microphone: 20 ms stereo s16 frames at 48 kHz, paced in real time,
+        each from ``next_chunk()`` (mono, ``WEBRTC_FRAME`` samples)."""
+
         kind = "audio"
 
-        def __init__(self, pcm48: Pcm, loop: bool = False) -> None:
+        def __init__(self, next_chunk: Callable[[], Pcm]) -> None:
             super().__init__()
-            self.pcm = pcm48
-            self.loop = loop
+            self.next_chunk = next_chunk
             self.pos = 0
             self.start: float | None = None
 
@@ -258,10 +257,7 @@ def recorded_mic_track_class() -> Callable[[Pcm, bool], MediaStreamTrack]:
                 wait = self.start + self.pos / WEBRTC_RATE - time.monotonic()
                 if wait > 0:
                     await asyncio.sleep(wait)
-            at = self.pos % len(self.pcm) if self.loop and len(self.pcm) else self.pos
-            chunk = self.pcm[at:at + WEBRTC_FRAME]
-            if len(chunk) < WEBRTC_FRAME:
-                chunk = np.concatenate([chunk, np.zeros(WEBRTC_FRAME - len(chunk), np.int16)])
+            chunk = self.next_chunk()
             frame = av.AudioFrame.from_ndarray(np.repeat(chunk, 2).reshape(1, -1),
                                                format="s16", layout="stereo")
             frame.sample_rate = WEBRTC_RATE
@@ -270,7 +266,35 @@ def recorded_mic_track_class() -> Callable[[Pcm, bool], MediaStreamTrack]:
             self.pos += WEBRTC_FRAME
             return frame
 
-    return RecordedMic
+    return PacedMic
+
+
+def paced_mic_track(next_chunk: Callable[[], Pcm]) -> MediaStreamTrack:
+    """An aiortc track sending ``next_chunk()`` (20 ms of 48 kHz mono per call) as a browser
+    sends its microphone. For tests and benchmarks that play the participant's browser."""
+    return _paced_mic_class()(next_chunk)
+
+
+def recorded_mic_track_class() -> Callable[[Pcm, bool], MediaStreamTrack]:
+    """A factory of recorded-microphone tracks: 48 kHz PCM sent as a browser sends its
+    microphone (:func:`paced_mic_track`), then silence, or from the start again when
+    ``loop``. For tests and benchmarks that play the participant's browser."""
+
+    def make(pcm48: Pcm, loop: bool = False) -> MediaStreamTrack:
+        pos = 0
+
+        def next_chunk() -> Pcm:
+            nonlocal pos
+            at = pos % len(pcm48) if loop and len(pcm48) else pos
+            chunk = pcm48[at:at + WEBRTC_FRAME]
+            pos += WEBRTC_FRAME
+            if len(chunk) < WEBRTC_FRAME:
+                chunk = np.concatenate([chunk, np.zeros(WEBRTC_FRAME - len(chunk), np.int16)])
+            return chunk
+
+        return paced_mic_track(next_chunk)
+
+    return make
 
 
 # --------------------------------------------------------------------------- incoming audio

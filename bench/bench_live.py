@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.demo import DemoManager  # noqa: E402  (after the path set-up above)
 from app.live import CallPlan, CallProbes, LiveCall, LiveCallManager  # noqa: E402
+from app.robot_peer import connect_browser  # noqa: E402
 from app.rtc import discard_track, recorded_mic_track_class  # noqa: E402
 from runtime.agents.base import (  # noqa: E402
     AgentEvent,
@@ -143,19 +144,7 @@ def _mic_track(seconds: float) -> Any:
 
 
 async def _browser(call: LiveCall, seconds: float) -> Any:
-    from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
-
-    pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-    pc.addTrack(_mic_track(seconds))
-
-    @pc.on("track")
-    def _on_track(track: Any) -> None:
-        drains.append(asyncio.ensure_future(discard_track(track)))
-
-    await pc.setLocalDescription(await pc.createOffer())
-    answer = await call.answer(pc.localDescription.sdp, "offer")
-    await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type="answer"))
-    return pc
+    return await connect_browser(call, _mic_track(seconds), drains)
 
 
 class CallMeasures:

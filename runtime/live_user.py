@@ -911,14 +911,8 @@ class LiveParticipant:
         plan: UserPlan | None = None
         if pending is not None:
             plan = pending.plan
-            plan_id, trigger = pending.plan.id, f"live:{pending.trigger}"
-            self.policy.spoken.append(pending.plan.id)
-            for ref in pending.plan.facts:
-                self._said[ref.fact] = max(self._said.get(ref.fact, 0), ref.version)
-            events.append(UserPlanEvent(
-                plan_id=plan_id, intent=pending.plan.intent, trigger=trigger,
-                facts=[f"{f.fact}@{f.version}" for f in pending.plan.facts],
-            ))
+            plan_id = plan.id
+            self._voice(plan, f"live:{pending.trigger}", events)
         else:
             plan_id = "live"
             events.append(UserPlanEvent(plan_id="live", intent="live", trigger="live:unprompted"))
@@ -1022,6 +1016,17 @@ class LiveParticipant:
     def _asr_name(self) -> str:
         return getattr(self._asr, "name", "") or "faster-whisper-tiny.en"
 
+    def _voice(self, plan: UserPlan, trigger: str, events: list[Event]) -> None:
+        """The participant's utterance voices ``plan``: kept as the simulator keeps what it
+        spoke, and logged (``user.plan``)."""
+        self.policy.spoken.append(plan.id)
+        for ref in plan.facts:
+            self._said[ref.fact] = max(self._said.get(ref.fact, 0), ref.version)
+        events.append(UserPlanEvent(
+            plan_id=plan.id, intent=plan.intent, trigger=trigger,
+            facts=[f"{f.fact}@{f.version}" for f in plan.facts],
+        ))
+
     def _answer_deferred(self, utt: _Utterance, t_ms: int, end_ms: int,
                          events: list[Event]) -> Cue | None:
         """Answer the agent turns that ended while this utterance was going on (or while a
@@ -1042,14 +1047,9 @@ class LiveParticipant:
             first = chosen.pop(0)
             plan = first.plan
             utt.plan, utt.plan_id = plan, plan.id
-            self.policy.spoken.append(plan.id)
             for ref in plan.facts:
                 self._reveal(ref.fact, ref.version, t_ms, events)
-                self._said[ref.fact] = max(self._said.get(ref.fact, 0), ref.version)
-            events.append(UserPlanEvent(
-                plan_id=plan.id, intent=plan.intent, trigger=f"live:overlap:{first.trigger}",
-                facts=[f"{f.fact}@{f.version}" for f in plan.facts],
-            ))
+            self._voice(plan, f"live:overlap:{first.trigger}", events)
             kind = cue_kind(plan, first.trigger)
             if kind in ("approve", "revoke"):
                 cue = self._show_cue(plan, first.trigger, kind, t_ms, events)

@@ -457,6 +457,22 @@ def test_captions_show_a_turn_once_it_is_spoken_and_cut_where_it_was_cut() -> No
     assert [c["turn"] for c in captions.view()] == [3, 4, 5]  # the last three turns
 
 
+def _robot_calls(world: World) -> LiveCallManager:
+    """Live calls on the virtual clock whose participant is a BankRobot: it speaks the bank
+    realization of each plan the policy expects, and its ASR returns that text."""
+    robots: dict[str, BankRobot] = {}
+
+    def participant(task: TaskSpec, seed: int, asr: Any) -> LiveParticipant:
+        robot = robots.setdefault(task.id, BankRobot(task, seed))
+        return LiveParticipant(task, seed=seed, asr=robot.asr(), transcribe_inline=True)
+
+    return LiveCallManager(
+        world.settings.runs_dir, clock="virtual", asr_factory=lambda: None,
+        participant_factory=participant, feeder_factory=lambda plan: robots[plan.task.id],
+        reap_every_s=3600, store=DbCallStore(world.app.state.engine),
+    )
+
+
 async def test_captions_show_the_agents_words_and_nothing_else(tmp_path: Path) -> None:
     """A study with captions on: P02's session runs on the virtual clock with the scripted
     oracle and a robot participant. Every caption the page receives is the start of what the
@@ -470,17 +486,7 @@ async def test_captions_show_the_agents_words_and_nothing_else(tmp_path: Path) -
         study.captions = True
         db.add(study)
         db.commit()
-    robots: dict[str, BankRobot] = {}
-
-    def participant(task: TaskSpec, seed: int, asr: Any) -> LiveParticipant:
-        robot = robots.setdefault(task.id, BankRobot(task, seed))
-        return LiveParticipant(task, seed=seed, asr=robot.asr(), transcribe_inline=True)
-
-    app.state.live = LiveCallManager(
-        world.settings.runs_dir, clock="virtual", asr_factory=lambda: None,
-        participant_factory=participant, feeder_factory=lambda plan: robots[plan.task.id],
-        reap_every_s=3600, store=DbCallStore(app.state.engine),
-    )
+    app.state.live = _robot_calls(world)
     b = world.tokens["P02"]
     sid = world.sessions["P02"][0]
     task = find_task(world.tasks["P02"][0])
@@ -639,17 +645,7 @@ async def test_gold_scan_of_two_sessions_driven_by_a_robot_participant(tmp_path:
     the card at that moment)."""
     world = _setup(tmp_path)
     app = world.app
-    robots: dict[str, BankRobot] = {}
-
-    def participant(task: TaskSpec, seed: int, asr: Any) -> LiveParticipant:
-        robot = robots.setdefault(task.id, BankRobot(task, seed))
-        return LiveParticipant(task, seed=seed, asr=robot.asr(), transcribe_inline=True)
-
-    app.state.live = LiveCallManager(
-        world.settings.runs_dir, clock="virtual", asr_factory=lambda: None,
-        participant_factory=participant, feeder_factory=lambda plan: robots[plan.task.id],
-        reap_every_s=3600, store=DbCallStore(app.state.engine),
-    )
+    app.state.live = _robot_calls(world)
     a = world.tokens["P01"]
     scanned = 0
     transport = httpx.ASGITransport(app=app)
