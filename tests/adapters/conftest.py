@@ -33,9 +33,21 @@ conversation = oracle_conversation
 """The fake model's script for a shipped task: its oracle, minus the greeting."""
 
 
-@pytest.fixture(params=sorted(HARNESSES))
+def _harness_modes() -> list[Any]:
+    params = []
+    for kind in sorted(HARNESSES):
+        for mode in HARNESSES[kind]().modes:
+            name = kind if mode == "minimal" else f"{kind}/{mode}"
+            params.append(pytest.param((kind, mode), id=name))
+    return params
+
+
+@pytest.fixture(params=_harness_modes())
 async def harness(request: pytest.FixtureRequest) -> AsyncIterator[ProviderHarness]:
-    h = HARNESSES[request.param]()
+    """Every provider harness in every wire mode of its fake (ids ``kind`` and ``kind/mode``)."""
+    kind, mode = request.param
+    h = HARNESSES[kind]()
+    h.mode = mode
     yield h
     await h.stop()
 

@@ -57,6 +57,12 @@ class Scenario:
     """Drop the TCP connection (no close frame) in the middle of the n-th response's audio."""
     unknown_event_on_response: int | None = None
     """Send an event type the protocol does not define at the start of the n-th response."""
+    mode: str | None = None
+    """How the fake speaks its protocol: one of its harness's :attr:`ProviderHarness.modes`
+    (``minimal``: only the events the adapter acts on; ``full_events``: the provider's whole
+    documented server event set, keep-alives, transcription updates, rate limits, text deltas
+    interleaved; provider modes such as ``silence_stream`` or ``server_vad``). ``None``: the
+    harness's current :attr:`ProviderHarness.mode`."""
 
 
 def oracle_conversation(task_id: str, **knobs: Any) -> Scenario:
@@ -89,6 +95,11 @@ class ProviderHarness(Protocol):
     """Whether a barge-in sends an explicit cancel (:meth:`cancels`)."""
     wire_rates: tuple[int, ...]
     """Sample rates the adapter can put on the wire (the first is its default)."""
+    modes: tuple[str, ...]
+    """The fake's wire modes (:attr:`Scenario.mode`); the first is ``minimal``. The shared
+    suite runs every test once per mode."""
+    mode: str
+    """The mode :meth:`start` applies to a scenario that names none."""
 
     def configure(self, rate: int) -> None:
         """Run at wire sample rate ``rate`` (one of :attr:`wire_rates`); call before start."""

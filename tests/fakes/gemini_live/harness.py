@@ -117,9 +117,11 @@ class GeminiLiveHarness:
     """The adapter always sends 16 kHz (the Live API's native input rate)."""
     truncates_on_wire = False
     cancels_on_wire = False
+    modes: tuple[str, ...] = ("minimal",)
 
     def __init__(self) -> None:
         self.fake: FakeGeminiLive | None = None
+        self.mode = "minimal"
 
     def configure(self, rate: int) -> None:
         assert rate in self.wire_rates, f"{self.kind} sends {self.wire_rates[0]} Hz only"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -30,16 +31,19 @@ class RealtimeHarness:
     audio_types: ClassVar[tuple[str, ...]] = ("input_audio_buffer.append",)
     continuation_type: ClassVar[str] = "response.create"
     output_type: ClassVar[str] = "conversation.item.create"
+    modes: tuple[str, ...] = ("minimal",)
 
     def __init__(self) -> None:
         self.input_rate = self.output_rate = 24_000
         self.fake: FakeRealtimeServer | None = None
+        self.mode = "minimal"
 
     def configure(self, rate: int) -> None:
         assert rate in self.wire_rates, f"{self.kind} cannot run at {rate} Hz"
         self.input_rate = self.output_rate = rate
 
     async def start(self, scenario: Scenario) -> None:
+        scenario = dataclasses.replace(scenario, mode=scenario.mode or self.mode)
         self.fake = self.fake_class(scenario, input_rate=self.input_rate,
                                     output_rate=self.output_rate)
         await self.fake.start()
