@@ -8,6 +8,26 @@ Responses stream wrapped in ``response.event`` (function calls as ``response.out
 then ``response.completed`` one user frame later). The client answers with
 ``response.item.create`` per tool output and one ``response.create``; the backend completes and
 the voice speaks the turn's ``say``.
+
+Besides ``session.start`` the fake accepts the rest of the SDK's ``live.ClientEvent`` commands a
+client may send on a voice session: ``session.update`` (→ ``session.updated``; the model,
+frontend instructions and audio are immutable and refused), ``session.input_audio.mute`` /
+``unmute`` (→ ``muted`` / ``unmuted``; muted audio is not heard) and
+``session.instructions.append`` (→ ``session.instructions.appended``).
+
+Wire modes (:attr:`~tests.adapters.harness.Scenario.mode`):
+
+* ``minimal``: output audio only while speaking, input transcripts at the user's onset, the
+  backend's ``response.completed`` one user frame after its last output;
+* ``full_events``: also ``info`` and ``session.usage.updated`` messages, and the backend's whole
+  Responses stream for a tool turn (``response.in_progress``, ``response.output_item.added``,
+  function-call argument deltas, reasoning summary text);
+* ``silence_stream``: what tau2-bench's notes report of the real service: output audio streams
+  continuously, *including silence* (one chunk of zeros per received user frame when the voice
+  has nothing to say, and after a barge-in), and input transcripts lag the user's speech by
+  :data:`TRANSCRIPT_LAG_MS` of audio;
+* ``open_backend``: the backend's delegated response never sends a terminal lifecycle event
+  (no ``response.completed``); it is over once its function calls are out.
 """
 
 from __future__ import annotations
@@ -16,10 +36,22 @@ import json
 import time
 from typing import Any
 
+import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from tests.fakes.realtime.base import FakeRealtimeServer, FakeSession, Say, Speech, Tools, b64_pcm
+from tests.fakes.realtime.base import (
+    FakeRealtimeServer,
+    FakeSession,
+    Say,
+    Speech,
+    Tools,
+    b64_pcm,
+    pcm_b64,
+)
 from tests.fakes.realtime.openai_family import FAILURES, _literal_types, _union_arms
+
+TRANSCRIPT_LAG_MS = 800
+"""``silence_stream``: input transcripts trail the user's onset by this much received audio."""
 
 LIVE_VOICES = (
     "alloy", "ash", "ballad", "beacon", "bossa", "cedar", "cinder", "coral", "delta", "echo",
@@ -37,6 +69,13 @@ class GptLiveSession(FakeSession):
         self.last_calls: list[str] = []
         self.outputs: dict[str, str] = {}
         self.seq = 0
+        self.muted = False
+        self.lagging: list[tuple[int, dict[str, Any]]] = []
+        """``silence_stream``: input transcripts waiting for their release (audio ms)."""
+
+    @property
+    def mode(self) -> str:
+        return self.scenario.mode or "minimal"
 
     # ------------------------------------------------------------------ helpers
 
@@ -80,15 +119,38 @@ class GptLiveSession(FakeSession):
             await self.on_start(message)
         elif kind == "session.input_audio.append":
             await self.flush_deferred()
-            for change in self.hear(message["audio"]):
+            changes = [] if self.muted else self.hear(message["audio"])
+            if self.muted:
+                self.audio_ms += len(pcm_b64(message["audio"])) * 1000 // self.server.input_rate
+            for change in changes:
                 if change == "onset":
-                    await self.emit({"type": "session.input_transcript.delta",
-                                     "event_id": self.new_id("event"), "delta": "[user] ",
-                                     "start_ms": self.audio_ms, "end_ms": self.audio_ms})
-                    self.speech = None  # the voice stops when the user talks over it
+                    await self.transcript({"type": "session.input_transcript.delta",
+                                           "event_id": self.new_id("event"), "delta": "[user] ",
+                                           "start_ms": self.audio_ms, "end_ms": self.audio_ms})
+                    if not getattr(self.server, "talks_over", False):
+                        self.speech = None  # the voice stops when the user talks over it
                 elif change == "end":
                     await self.act(self.model.user_turn_ended())
+            await self.release_transcripts()
             await self.pump()
+        elif kind == "session.update":
+            await self.on_update(message)
+        elif kind in ("session.input_audio.mute", "session.input_audio.unmute"):
+            self.muted = kind.endswith(".mute")
+            await self.emit({"type": "session.input_audio.muted" if self.muted
+                             else "session.input_audio.unmuted",
+                             "event_id": self.new_id("event"),
+                             "client_event_id": message.get("event_id")})
+        elif kind == "session.instructions.append":
+            if message.get("delegation_id") is not None:
+                await self.error("protocol", message.get("event_id"), code="invalid_value",
+                                 message="delegation_id must be null with Responses "
+                                         "delegation.", param="delegation_id")
+                return
+            await self.emit({"type": "session.instructions.appended",
+                             "event_id": self.new_id("event"),
+                             "client_event_id": message.get("event_id"),
+                             "start_ms": self.audio_ms, "end_ms": self.audio_ms})
         elif kind == "response.item.create":
             item = message["item"]
             if item.get("type") == "function_call_output":
@@ -104,8 +166,7 @@ class GptLiveSession(FakeSession):
             self.backend_active = rid
             await self.nested({"type": "response.created",
                                "response": self.backend_response(rid, "in_progress")})
-            await self.nested({"type": "response.completed",
-                               "response": self.backend_response(rid, "completed")}, done=True)
+            await self.complete_backend(rid)
             if say is not None:
                 await self.speak(say.text)
         elif kind == "session.close":
@@ -132,6 +193,10 @@ class GptLiveSession(FakeSession):
         await self.emit({"type": "session.started", "event_id": self.new_id("event"),
                          "client_event_id": message.get("event_id"),
                          "session": self.resource()})
+        if self.mode == "full_events":
+            await self.emit({"type": "info", "event_id": self.new_id("event"),
+                             "code": "session_notice",
+                             "message": "Fake Live session started."})
 
     async def begin(self) -> bool:
         """Count one model output (a delegation or an utterance); False if it fails."""
@@ -163,18 +228,94 @@ class GptLiveSession(FakeSession):
                                         "type": "delegation", "response_id": rid}})
         await self.nested({"type": "response.created",
                            "response": self.backend_response(rid, "in_progress")})
+        full = self.mode == "full_events"
+        if full:
+            await self.nested({"type": "response.in_progress",
+                               "response": self.backend_response(rid, "in_progress")})
+            await self.reasoning_summary()
         self.last_calls = []
         for index, call in enumerate(action.calls):
-            call_id = self.new_id("call")
+            call_id, item_id = self.new_id("call"), self.new_id("fc")
+            arguments = json.dumps(call.args)
+            item = {"type": "function_call", "id": item_id, "call_id": call_id,
+                    "name": call.name, "arguments": arguments, "status": "completed"}
+            if full:
+                await self.nested({"type": "response.output_item.added", "output_index": index,
+                                   "item": {**item, "arguments": "",
+                                            "status": "in_progress"}})
+                await self.nested({"type": "response.function_call_arguments.delta",
+                                   "item_id": item_id, "output_index": index,
+                                   "delta": arguments})
+                await self.nested({"type": "response.function_call_arguments.done",
+                                   "item_id": item_id, "output_index": index,
+                                   "name": call.name, "arguments": arguments})
             await self.nested({"type": "response.output_item.done", "output_index": index,
-                               "item": {"type": "function_call", "id": self.new_id("fc"),
-                                        "call_id": call_id, "name": call.name,
-                                        "arguments": json.dumps(call.args),
-                                        "status": "completed"}})
+                               "item": item})
             self.last_calls.append(call_id)
         self.model.pending_say = action.say_after
+        await self.complete_backend(rid)
+
+    async def complete_backend(self, rid: str) -> None:
+        """The backend response is over: ``response.completed`` (one user frame later), or,
+        in ``open_backend`` mode, no terminal event at all."""
+        if self.mode == "open_backend":
+            self.backend_active = None
+            return
         await self.nested({"type": "response.completed",
                            "response": self.backend_response(rid, "completed")}, done=True)
+
+    async def reasoning_summary(self) -> None:
+        """``full_events``: a reasoning item with its summary streamed, before the calls."""
+        item_id = self.new_id("rs")
+        text = "Looking that up."
+        await self.nested({"type": "response.output_item.added", "output_index": 0,
+                           "item": {"type": "reasoning", "id": item_id, "summary": []}})
+        await self.nested({"type": "response.reasoning_summary_part.added", "item_id": item_id,
+                           "output_index": 0, "summary_index": 0,
+                           "part": {"type": "summary_text", "text": ""}})
+        await self.nested({"type": "response.reasoning_summary_text.delta", "item_id": item_id,
+                           "output_index": 0, "summary_index": 0, "delta": text})
+        await self.nested({"type": "response.reasoning_summary_text.done", "item_id": item_id,
+                           "output_index": 0, "summary_index": 0, "text": text})
+        await self.nested({"type": "response.reasoning_summary_part.done", "item_id": item_id,
+                           "output_index": 0, "summary_index": 0,
+                           "part": {"type": "summary_text", "text": text}})
+
+    async def on_update(self, message: dict[str, Any]) -> None:
+        session = message.get("session", {})
+        immutable = sorted(k for k in ("model", "instructions", "audio") if k in session)
+        delegation = session.get("delegation")
+        if isinstance(delegation, dict) and delegation.get("type") not in (None, "responses"):
+            immutable.append("delegation.type")
+        if immutable:
+            await self.error("protocol", message.get("event_id"), code="invalid_value",
+                             message=f"Immutable session settings: {', '.join(immutable)}.",
+                             param=f"session.{immutable[0]}")
+            return
+        if isinstance(delegation, dict) and isinstance(delegation.get("responses"), dict):
+            config = dict(self.config or {})
+            backend = dict(config.get("delegation", {}).get("responses", {}))
+            backend.update(delegation["responses"])
+            config["delegation"] = {"type": "responses", "responses": backend}
+            self.config = config
+        await self.emit({"type": "session.updated", "event_id": self.new_id("event"),
+                         "client_event_id": message.get("event_id"),
+                         "session": self.resource()})
+
+    async def transcript(self, event: dict[str, Any]) -> None:
+        """An input transcript delta, now or (``silence_stream``) after the service's lag."""
+        if self.mode == "silence_stream":
+            self.lagging.append((self.audio_ms + TRANSCRIPT_LAG_MS, event))
+        else:
+            await self.emit(event)
+
+    async def release_transcripts(self) -> None:
+        while self.lagging and self.lagging[0][0] <= self.audio_ms:
+            await self.emit(self.lagging.pop(0)[1])
+        if self.mode == "full_events" and self.audio_ms % 2000 < 40:
+            await self.emit({"type": "session.usage.updated", "event_id": self.new_id("event"),
+                             "usage": {"seconds": self.audio_ms / 1000},
+                             "context_window": {"usage_ratio": 0.01}})
 
     async def speak(self, text: str) -> None:
         if not await self.begin():
@@ -188,6 +329,10 @@ class GptLiveSession(FakeSession):
     async def pump(self) -> None:
         speech = self.speech
         if speech is None:
+            if self.mode == "silence_stream" and self.config is not None:
+                rate = self.server.output_rate
+                await self.emit({"type": "session.output_audio.delta", "delta": b64_pcm(
+                    np.zeros(min(self.chunk_samples(), rate), dtype=np.int16))})
             return
         chunk = speech.pcm[speech.pos:speech.pos + self.chunk_samples()]
         speech.pos += len(chunk)
@@ -208,6 +353,8 @@ class GptLiveFake(FakeRealtimeServer):
 
     path = "/v1/live/sessions"
     session_class = GptLiveSession
+    talks_over = False
+    """The voice keeps talking when the user speaks over it (a backchannel it ignores)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

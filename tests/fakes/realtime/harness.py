@@ -155,6 +155,7 @@ class GptLiveHarness(RealtimeHarness):
     wire_rates = (24_000, 16_000)
     audio_types = ("session.input_audio.append",)
     output_type = "response.item.create"
+    modes = ("minimal", "full_events", "silence_stream", "open_backend")
 
 
 HARNESSES: dict[str, Callable[[], ProviderHarness]] = {

@@ -9,18 +9,34 @@
   as a ``response.item.create`` ``function_call_output`` and, once every call of the backend
   response has its output and that response completed, one ``response.create`` continues it.
 * The Live API has no response boundaries for the voice layer (no ``response.done``, no
-  transcript-done). The adapter closes an agent utterance when its audio has played out and
-  nothing new arrived: it then emits the accumulated transcript (``TranscriptDone``) and
-  ``ResponseDone``.
-* Barge-in: the server handles turn-taking and stops speaking by itself; the client learns of
-  the user's speech from ``session.input_transcript.delta``. If agent audio is still audible at
-  that moment the adapter emits the transcript so far and ``Interrupted``. The Live API takes
-  no truncation message on the primary websocket, so nothing goes back on the wire.
+  transcript-done), and the real service streams output audio continuously, *silence
+  included* (tau2-bench's notes from the service). The adapter therefore gates the output on
+  energy: a chunk quieter than :data:`SILENCE_RMS` is silence. Silence between utterances is
+  dropped; silence inside one is held back and played only if speech resumes (a pause). An
+  utterance closes once :data:`END_SILENCE_MS` of silence has arrived, or, on a service that
+  simply stops sending, once its audio has played out and nothing new arrived: the adapter
+  then emits the accumulated transcript (``TranscriptDone``) and ``ResponseDone``.
+* Barge-in: the server handles turn-taking and stops speaking by itself. Input transcripts lag
+  the user's speech by 600-1,000 ms, so the adapter watches the microphone audio it forwards
+  (an energy VAD): when the agent's speech turns to silence while the user, who started
+  talking during it, is still talking, the service has yielded and the adapter emits the
+  transcript so far and ``Interrupted`` at once. A ``session.input_transcript.delta`` while
+  agent speech is audible and no new speech arrived with it is the fallback signal. Speech
+  that keeps coming while the user talks (a backchannel the service talked over) is no
+  barge-in. The Live API takes no truncation message on the primary websocket, so nothing
+  goes back on the wire.
+* Continuation: the backend's Responses stream is expected to end each delegated response
+  with a terminal lifecycle event (``response.completed``/``failed``/``incomplete``). If every
+  function call of the response has its output and the backend has been quiet for
+  :data:`BACKEND_IDLE_MS` without one, the response is taken as over (logged at INFO; this
+  is not the agent's error) and the continuation is sent; a late terminal event of that
+  response is then ignored.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -74,7 +90,10 @@ from runtime.agents.providers.gpt_live.events import (
     SessionStarted,
     nested,
 )
-from runtime.audio import SAMPLE_RATE
+from runtime.agents.scripted import EnergyVAD
+from runtime.audio import SAMPLE_RATE, Pcm, rms
+
+log = logging.getLogger(__name__)
 
 KIND = "gpt-live"
 DEFAULT_MODEL = "gpt-live-1"
@@ -89,6 +108,16 @@ BACKEND_ENV = "APEX_GPT_LIVE_BACKEND"
 UTTERANCE = "live-utterance"
 """Item id of the Live voice's audio (the primary websocket carries no item ids)."""
 
+SILENCE_RMS = 60.0
+"""An output chunk whose RMS is below this (about -55 dBFS) is silence, not speech."""
+END_SILENCE_MS = 600
+"""Streamed silence that ends an utterance."""
+YIELD_SILENCE_MS = 80
+"""Streamed silence while the user talks over the agent that means the service yielded."""
+BACKEND_IDLE_MS = 1000
+"""A backend response whose calls all have outputs and that has been quiet this long (media
+time) without a terminal lifecycle event is taken as over."""
+
 
 class GptLiveAdapter(GatedRealtimeAdapter):
     def __init__(self, settings: ProviderSettings) -> None:
@@ -97,8 +126,24 @@ class GptLiveAdapter(GatedRealtimeAdapter):
         self._open = False
         """An agent utterance is under way (output arrived since it was last closed)."""
         self._fresh = False
-        """Output arrived during the current poll."""
+        """Speech or transcript arrived during the current poll."""
+        self._arrived = False
+        """Any output (silence included) arrived during the current poll."""
         self._utterance = 0
+        self._held: list[Pcm] = []
+        """Silence inside the open utterance, played only if speech resumes."""
+        self._held_ms = 0
+        self._last_output_ms = 0
+        self._user_vad = EnergyVAD()
+        self._talked_over = False
+        """The user began speaking while the open utterance was audible and still is."""
+        self._input_transcript = False
+        """A user transcript delta arrived during the current poll."""
+        self._speech_arrived = False
+        """Non-silent agent audio arrived during the current poll."""
+        self._backend_id: str | None = None
+        self._backend_quiet_since = 0
+        self._abandoned: set[str] = set()
 
     def endpoint(self) -> str:
         return self.settings.url
@@ -157,29 +202,83 @@ class GptLiveAdapter(GatedRealtimeAdapter):
         if text:
             self.emit(TranscriptDone(text=text))
         self._text, self._open = [], False
+        self._held, self._held_ms, self._talked_over = [], 0, False
+
+    def _barge_in(self) -> None:
+        self._close_utterance()
+        self.emit(Interrupted(reason="barge_in"))
+
+    async def on_user_frame(self, frame: Pcm, t_media_ms: int) -> None:
+        change = self._user_vad.push(frame)
+        if change == "onset" and self._open and (self.playout.audible or not self._held):
+            self._talked_over = True  # the agent was mid-speech, not in a pause or done
+        elif change == "end":
+            self._talked_over = False
 
     async def after_events(self, t_media_ms: int) -> None:
-        if self._open and not self._fresh and not self.playout.audible:
-            self._close_utterance()
-            self.emit(ResponseDone())
-        self._fresh = False
+        if (self._input_transcript and self._open and self.playout.audible
+                and not self._speech_arrived):
+            self._barge_in()  # the user's words, and the agent's speech stopped coming
+        if self._open and not self.playout.audible:
+            stalled = t_media_ms - self._last_output_ms >= END_SILENCE_MS
+            if self._held_ms >= END_SILENCE_MS or stalled or (
+                not self._arrived and not self._held_ms
+            ):
+                self._close_utterance()
+                self.emit(ResponseDone())
+        self._fresh = self._arrived = self._speech_arrived = self._input_transcript = False
+        await self._backend_idle(t_media_ms)
+
+    async def _backend_idle(self, t_media_ms: int) -> None:
+        """Release the continuation of a backend response that never completed."""
+        rid = self._backend_id
+        if (rid is None or not self.gate.active or self.gate.awaiting or not self.gate.outputs
+                or t_media_ms - self._backend_quiet_since < BACKEND_IDLE_MS):
+            return
+        self._abandoned.add(rid)
+        self._backend_id = None
+        log.info("%s: backend response %s sent its function calls but no terminal lifecycle "
+                 "event within %d ms; continuing without it", KIND, rid, BACKEND_IDLE_MS)
+        self.gate.finished()
+        await self._continue_if_due()
+
+    def _on_output_audio(self, pcm: Pcm) -> None:
+        self._arrived = True
+        self._last_output_ms = self.now_ms
+        item = f"{UTTERANCE}-{self._utterance}"
+        if len(pcm) == 0 or rms(pcm) < SILENCE_RMS:
+            if not self._open:
+                return  # streamed silence between utterances
+            self._held.append(pcm)
+            self._held_ms += len(pcm) * 1000 // self.settings.output_rate
+            if self._talked_over and self._user_vad.in_speech and (
+                self._held_ms >= YIELD_SILENCE_MS
+            ):
+                self._barge_in()  # the service stopped talking because the user did
+            return
+        if not self._open:
+            self._utterance += 1
+            item = f"{UTTERANCE}-{self._utterance}"
+        for pause in self._held:  # a pause inside the utterance: play it after all
+            self.emit_audio(pause, item)
+        self._held, self._held_ms = [], 0
+        self._open = self._fresh = self._speech_arrived = True
+        self.emit_audio(pcm, item)
 
     # ------------------------------------------------------------------ events
 
     async def handle(self, event: Any) -> None:
         if isinstance(event, OutputAudioDelta):
+            self._on_output_audio(decode_pcm16(event.delta))
+        elif isinstance(event, OutputTranscriptDelta):
             if not self._open:
                 self._utterance += 1
-            self._open = self._fresh = True
-            self.emit_audio(decode_pcm16(event.delta), f"{UTTERANCE}-{self._utterance}")
-        elif isinstance(event, OutputTranscriptDelta):
-            self._open = self._fresh = True
+            self._open = self._fresh = self._arrived = True
+            self._last_output_ms = self.now_ms
             self._text.append(event.delta)
             self.emit(TranscriptDelta(text=event.delta))
         elif isinstance(event, InputTranscriptDelta):
-            if self.playout.audible:
-                self._close_utterance()
-                self.emit(Interrupted(reason="barge_in"))
+            self._input_transcript = True
         elif isinstance(event, ResponseEvent):
             await self._on_backend(event)
         elif isinstance(event, DelegationCreated):
@@ -201,6 +300,7 @@ class GptLiveAdapter(GatedRealtimeAdapter):
 
     async def _on_backend(self, wrapper: ResponseEvent) -> None:
         event = nested(wrapper.event)
+        self._backend_quiet_since = self.now_ms
         if isinstance(event, NestedOutputItemDone):
             item = event.item
             if item.type == "function_call" and item.call_id and item.name:
@@ -210,9 +310,13 @@ class GptLiveAdapter(GatedRealtimeAdapter):
                     args=parse_arguments(item.arguments or ""),
                 ))
         elif isinstance(event, NestedLifecycle):
+            if event.response.id in self._abandoned:
+                return  # given up on (BACKEND_IDLE_MS): its late end changes nothing
             if event.type in ("response.created", "response.in_progress", "response.queued"):
+                self._backend_id = event.response.id or self._backend_id
                 self.gate.started()
                 return
+            self._backend_id = None
             self.gate.finished()
             if event.type == "response.failed":
                 error = event.response.error or {}
