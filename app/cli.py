@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from app.cli_adapters import adapters
 from app.cli_study import study
 from runtime.spec import TaskLoadError, TaskSpec, default_tasks_dir, find_task, load_tasks
 
@@ -38,6 +39,7 @@ def main() -> None:
 
 
 main.add_command(study)  # `apex-voice study …` (app/cli_study.py)
+main.add_command(adapters)  # `apex-voice adapters record …` (app/cli_adapters.py)
 
 
 # --------------------------------------------------------------------------- tasks

@@ -245,3 +245,50 @@ def test_grok_parses_the_events_public_clients_saw_on_the_real_service(event_typ
 
     parsed = CATALOG.parse(json.dumps({"type": event_type, "event_id": "e1", "timestamp": 1}))
     assert parsed.type == event_type
+
+
+# --------------------------------------------------------------------------- paper defaults
+
+
+def test_default_models_are_the_papers_systems_where_the_docs_name_them() -> None:
+    import typing
+
+    from openai.types.realtime import realtime_session_create_request_param as request
+
+    from runtime.agents.providers.gpt_live.adapter import DEFAULT_MODEL as LIVE
+    from runtime.agents.providers.grok.adapter import DEFAULT_MODEL as GROK
+    from runtime.agents.providers.openai_realtime.adapter import DEFAULT_MODEL as OPENAI
+    from runtime.agents.providers.stepfun.adapter import DEFAULT_MODEL as STEPFUN
+
+    # GPT-realtime-2.1 as the SDK spells it (its model literals, not our string).
+    hints = typing.get_type_hints(request.RealtimeSessionCreateRequestParam)
+    known = {a for arg in typing.get_args(hints["model"]) for a in typing.get_args(arg)}
+    assert OPENAI == "gpt-realtime-2.1" and OPENAI in known
+    assert GROK == "grok-voice-think-fast-2.0"  # D.2
+    assert LIVE == "gpt-live-1"
+    assert STEPFUN.startswith("stepaudio-3")  # Step-Audio3, not step-audio-2
+
+
+@pytest.mark.parametrize(("asked", "wire"), [
+    (None, "Ara"), ("xai_ara", "Ara"), ("ara", "Ara"), ("eve", "Eve"), ("Rex", "Rex"),
+    ("Nova", "Nova"),
+])
+def test_grok_voices_take_the_documented_spelling(asked: str | None, wire: str) -> None:
+    from runtime.agents.providers.grok import make_adapter
+
+    env = {"XAI_API_KEY": "k"} | ({"APEX_GROK_VOICE": asked} if asked else {})
+    assert make_adapter(None, env).session(CONFIG).session.voice == wire
+
+
+@pytest.mark.parametrize(("model", "asked", "wire"), [
+    ("step-audio-2", "linjiajiejie", "qingchunshaonv"),
+    ("step-audio-2-mini", "wenrounansheng", "wenrounansheng"),
+    ("step-audio-2", None, "qingchunshaonv"),
+    ("stepaudio-3-realtime-preview", "linjiajiejie", "linjiajiejie"),
+])
+def test_stepfun_clamps_voices_only_for_step_audio_2(model: str, asked: str | None,
+                                                     wire: str) -> None:
+    from runtime.agents.providers.stepfun import make_adapter
+
+    env = {"STEPFUN_API_KEY": "k"} | ({"APEX_STEPFUN_VOICE": asked} if asked else {})
+    assert make_adapter(model, env).session(CONFIG).session.voice == wire

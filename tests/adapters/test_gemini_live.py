@@ -7,14 +7,17 @@ on the wire. Runs use the virtual clock in lockstep with the fake (exact and fas
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
+from google.genai import types as genai_types
+from pydantic.alias_generators import to_camel
 
 from grading.gates import grade_run_dir
 from runtime.agents.base import (
@@ -58,17 +61,22 @@ from runtime.events import (
 from runtime.orchestrator import RunResult
 from runtime.spec import default_tasks_dir, find_task
 from runtime.workbench import tool_schemas
+from tests.adapters.conftest import conversation
+from tests.adapters.conftest import run_task as run_shared
+from tests.adapters.harness import ProviderHarness
 from tests.conftest import bundled_tasks
 from tests.fakes.gemini_live import (
     BAD_KEY,
     FAKE_KEY,
     QUOTA_EXCEEDED,
     RATE_LIMITED,
+    RESUME_REFUSED,
     SERVER_ERROR,
     Call,
     Close,
     Drop,
     FakeGeminiLive,
+    GoAway,
     Interrupt,
     Say,
     Send,
@@ -76,6 +84,8 @@ from tests.fakes.gemini_live import (
     Turn,
     tone,
 )
+from tests.fakes.gemini_live.harness import GeminiLiveHarness
+from tests.fakes.gemini_live.server import validate_client
 
 # ------------------------------------------------------------------ helpers
 
@@ -437,6 +447,317 @@ async def test_cancelled_tool_calls_are_not_answered() -> None:
     assert fake.interruptions == 1
     assert fake.tool_responses == []
     assert any("toolCallCancellation" in m for m in fake.sent)
+
+
+# ------------------------------------------------------------------ goAway and session resumption
+
+RESUMED = "session resumed after goAway"
+
+
+def with_go_away(turns: list[Turn], at: dict[int, int]) -> list[Turn]:
+    """The turns with a scripted ``goAway`` (``{turn: time_left_ms}``) right after each named
+    turn's first tool call, i.e. while the model is in the middle of its turn."""
+    out = list(turns)
+    for index, left in at.items():
+        steps = list(out[index].steps)
+        first_tools = next(i for i, step in enumerate(steps) if isinstance(step, Tools))
+        steps.insert(first_tools + 1, GoAway(left))
+        out[index] = Turn(tuple(steps), out[index].after)
+    return out
+
+
+def connections(fake: FakeGeminiLive) -> list[list[dict[str, Any]]]:
+    """The client messages the fake received, one list per connection (each opens with its
+    setup)."""
+    conns: list[list[dict[str, Any]]] = []
+    for message in fake.messages:
+        if "setup" in message:
+            conns.append([])
+        conns[-1].append(message)
+    return conns
+
+
+def kinds_of(messages: list[dict[str, Any]]) -> list[str]:
+    """``setup``, ``activityStart``, ``audio``, ``toolResponse``, … of client messages."""
+    out = []
+    for message in messages:
+        (key, body), = message.items()
+        out.append(next(iter(body)) if key in ("realtime_input", "realtimeInput") else key)
+    return out
+
+
+def handles_sent(sent: list[dict[str, Any]]) -> list[str]:
+    """The resumable handles among server messages."""
+    return [m["sessionResumptionUpdate"]["newHandle"] for m in sent
+            if m.get("sessionResumptionUpdate", {}).get("resumable")]
+
+
+async def test_go_away_mid_turn_resumes_the_session_and_the_task_completes(
+        tmp_path: Path) -> None:
+    """apexv1_001 with two scripted goAways, each in the middle of a tool-calling turn: the
+    adapter finishes the turn on the old connection, reconnects at the next resumable point
+    with the latest handle, and the conversation goes on in the same session, twice. Without
+    the resumption the fake closes each connection once its time left has passed (1011
+    "Deadline expired"), and the run ends as an infrastructure drop."""
+    turns = with_go_away(oracle_turns("apexv1_001"), {4: 6000, 11: 15000})
+    async with FakeGeminiLive(turns) as fake:
+        result, adapter = await run_task("apexv1_001", fake, tmp_path)
+    end = session_end(result)
+    assert end.failure_class == "none", end.detail
+    assert end.reason in ("terminal_state", "user_goodbye")
+    events = events_of(result)
+    assert [e.lifecycle for e in events if isinstance(e, ArtifactUpdate)][-1] == "COMMITTED"
+    grade = grade_run_dir(result.run_dir, {t.id: t for t in bundled_tasks()})
+    assert grade.WS, grade.gate_reasons
+    # Three connections of one session; each new one resumed from the last handle the one
+    # before it handed out, and the client (not the deadline) closed the old ones.
+    assert fake.sessions == 3 and adapter.resumptions == 2
+    assert fake.go_aways == 2 and fake.closed_with is None
+    setups = [setup.setup.session_resumption for setup in fake.setups]
+    assert setups[0] is not None and setups[0].handle is None
+    assert [s.handle for s in setups[1:] if s is not None] == fake.resumed
+    for conn, handle in zip(connections(fake)[1:], fake.resumed, strict=True):
+        assert conn[0]["setup"]["sessionResumption"] == {"handle": handle}
+    before_second = fake.sent.index(next(m for m in fake.sent if m.get("setupComplete", {})
+                                         .get("sessionId") == "fake-2"))
+    assert fake.resumed[0] == handles_sent(fake.sent[:before_second])[-1]
+    # The resumption is in the run log, as a non-fatal connectivity note, and nothing else is.
+    errors = agent_errors(result)
+    assert [e.category for e in errors] == ["connectivity", "connectivity"]
+    assert all(RESUMED in e.message for e in errors)
+    # Tool calls on every connection, every one answered once; no turn lost or repeated.
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert {c.call_id.split("-")[2] for c in calls} == {"1", "2", "3"}
+    answered = [fr.id or "" for tr in fake.tool_responses for fr in tr.function_responses or []]
+    assert sorted(answered) == sorted(c.call_id for c in calls)
+    assert fake.turns_started == len(turns)
+    assert len(fake.spoken) == len(set(fake.spoken)) == len(turns)
+    assert fake.violations == []
+
+
+async def test_connections_rotated_by_age_resume_wherever_the_conversation_is(
+        tmp_path: Path) -> None:
+    """The service resets connections by age, not at turn boundaries: every connection gets
+    a goAway after 15 s of user audio, with 10 s left. apexv1_001 still commits, each
+    resumption logged."""
+    async with FakeGeminiLive(oracle_turns("apexv1_001"), rotate_after_ms=15_000,
+                              rotate_time_left_ms=10_000) as fake:
+        result, adapter = await run_task("apexv1_001", fake, tmp_path)
+    end = session_end(result)
+    assert end.failure_class == "none", end.detail
+    grade = grade_run_dir(result.run_dir, {t.id: t for t in bundled_tasks()})
+    assert grade.WS, grade.gate_reasons
+    assert adapter.resumptions >= 3 and fake.sessions == adapter.resumptions + 1
+    assert fake.closed_with is None
+    notes = agent_errors(result)
+    assert len(notes) == adapter.resumptions and all(RESUMED in e.message for e in notes)
+    assert fake.turns_started == len(oracle_turns("apexv1_001"))
+    assert len(fake.spoken) == len(set(fake.spoken))
+    assert fake.violations == []
+
+
+async def test_a_go_away_while_the_user_speaks_replays_the_utterance_on_the_new_connection(
+) -> None:
+    """goAway while the model is idle and the user is mid-utterance: the adapter resumes at
+    once from the handle the model's last turn left, and the new connection hears the
+    utterance from its activityStart (sent on the old socket after that handle, it is not in
+    the resumed session), then the rest of it; the model answers once, and every later
+    resumption (connections here rotate every 1.6 s) keeps the conversation whole."""
+    turns = [Turn.of(Say("Hello.", ms=600), after="now"), Turn.of(Say("Got it."))]
+    # The fake ages a connection by the user audio it receives, replayed audio included: a
+    # rotation age under the replayed utterance would rotate every new connection at once.
+    async with FakeGeminiLive(turns, rotate_after_ms=1600, rotate_time_left_ms=5000) as fake:
+        adapter = await connected(fake)
+        drive = Driver(adapter)
+        await drive.idle(1000)
+        await drive.play(frames_of(SPEECH))  # the goAway comes 600 ms into it
+        await drive.idle(2000)
+        await adapter.close()
+    # Every connection is rotated after 1.6 s of audio; the first rotation hit the utterance.
+    assert fake.sessions == adapter.resumptions + 1 >= 2
+    first, second = connections(fake)[:2]
+    assert [k for k in kinds_of(first) if k != "audio"] == ["setup", "activityStart"]
+    second_kinds = kinds_of(second)
+    assert second_kinds[:3] == ["setup", "activityStart", "audio"]
+    assert second_kinds.count("activityStart") == 1 and "activityEnd" in second_kinds
+    # The new connection heard the whole utterance: its loud part spans the 800 ms tone.
+    audio = np.concatenate([
+        np.frombuffer(rt.audio.data or b"", dtype="<i2") for rt in (
+            validate_client(json.dumps(m)).realtime_input for m in second[1:])
+        if rt is not None and rt.audio is not None])
+    assert abs(loud_span_ms(audio, 16_000) - 800) <= 45
+    assert [ev.text for ev in drive.of(TranscriptDone)] == ["Hello.", "Got it."]
+    assert fake.closed_with is None
+    signals = drive.of(AgentErrorSignal)
+    assert len(signals) == adapter.resumptions
+    assert all(RESUMED in s.message and not s.fatal and s.category == "connectivity"
+               for s in signals)
+
+
+async def test_a_go_away_with_too_little_time_resumes_mid_turn_and_says_what_was_lost(
+) -> None:
+    """goAway with less time left than the adapter's margin while the model speaks after a
+    tool call: no resumable point will come in time, so the adapter resumes at once from the
+    handle before that turn. The cut response ends (its partial transcript, ResponseDone),
+    the note says the resumed session lacks it, and the model, whose session is back before
+    that turn, answers the user's next turn on the new connection."""
+    turns = [
+        Turn.of(Say("Hello.", ms=600), after="now"),
+        Turn.of(Tools.of(Call("kb_search", {"query": "premium"})), GoAway(1000),
+                Say("Let me read the whole policy to you now.", ms=4000)),
+    ]
+    async with FakeGeminiLive(turns) as fake:
+        adapter = await connected(fake)
+        drive = Driver(adapter)
+        await drive.idle(1000)
+        await drive.play(frames_of(SPEECH))
+        await drive.idle(1000)
+        assert adapter.resumptions == 1 and fake.sessions == 2
+        await drive.play(frames_of(SPEECH))  # asks again, on the new connection
+        await drive.idle(5000)
+        await adapter.close()
+    (resumed,) = fake.resumed
+    assert fake.handles[resumed].turn_index == 1  # the handle left by "Hello."
+    assert fake.closed_with is None
+    signals = drive.of(AgentErrorSignal)
+    assert len(signals) == 1 and not signals[0].fatal
+    assert RESUMED in signals[0].message and "response being generated" in signals[0].message
+    texts = [ev.text for ev in drive.of(TranscriptDone)]
+    full = "Let me read the whole policy to you now."
+    assert texts[0] == "Hello." and texts[-1] == full
+    assert len(texts) == 3 and full.startswith(texts[1]) and texts[1] != full
+    assert len(drive.of(ResponseDone)) == 3
+    calls = drive.of(ToolCallRequest)
+    assert [c.call_id.split("-")[2] for c in calls] == ["1", "2"]
+    answered = [fr.id for tr in fake.tool_responses for fr in tr.function_responses or []]
+    assert answered == [c.call_id for c in calls]
+
+
+async def test_a_tool_call_pending_at_a_forced_resumption_is_dropped_not_answered() -> None:
+    """The connection must go while a tool call waits for its result: the resumed session
+    (from the handle before that turn) never made the call, so its result is not sent on
+    the new connection (the service would refuse an unknown call); the note names the call,
+    and the user's next turn gets a fresh call there, answered normally."""
+    turns = [Turn.of(Say("Hello.", ms=600), after="now"),
+             Turn.of(Tools.of(Call("kb_search", {"query": "premium"})), Say("Done."))]
+    async with FakeGeminiLive(turns, rotate_after_ms=2600, rotate_time_left_ms=500) as fake:
+        adapter = await connected(fake)
+        drive = Driver(adapter)
+        await drive.idle(1000)
+        await drive.play(frames_of(SPEECH), answer_tools=False)
+        await drive.idle(1000, answer_tools=False)  # the call (at 2.4 s) waits; goAway at 2.6 s
+        (stale,) = drive.of(ToolCallRequest)
+        assert adapter.resumptions == 1 and fake.sessions == 2
+        await adapter.send_tool_result(stale.call_id, {"ok": True})  # too late: dropped
+        await drive.play(frames_of(SPEECH))
+        await drive.idle(1500)
+        await adapter.close()
+    signals = drive.of(AgentErrorSignal)
+    assert len(signals) == 1 and RESUMED in signals[0].message
+    assert f"tool calls {stale.call_id}" in signals[0].message
+    fresh = [c for c in drive.of(ToolCallRequest) if c is not stale]
+    assert [c.call_id.split("-")[2] for c in fresh] == ["2"]
+    answered = [fr.id for tr in fake.tool_responses for fr in tr.function_responses or []]
+    assert answered == [fresh[0].call_id]
+    assert [ev.text for ev in drive.of(TranscriptDone)] == ["Hello.", "Done."]
+    assert fake.closed_with is None and fake.violations == []
+
+
+async def test_a_go_away_before_any_resumption_handle_is_an_infrastructure_drop(
+        tmp_path: Path) -> None:
+    """The service never offered a resumable point: nothing to resume from. Not the agent's
+    fault: the run ends as infrastructure, the detail names goAway."""
+    async with FakeGeminiLive(oracle_turns("apexv1_001"), rotate_after_ms=15_000,
+                              resumable=False) as fake:
+        result, adapter = await run_task("apexv1_001", fake, tmp_path)
+    end = session_end(result)
+    assert end.reason == "infrastructure_error" and end.failure_class == "infrastructure"
+    assert "goAway" in end.detail and "handle" in end.detail and "connectivity" in end.detail
+    assert agent_errors(result) == []
+    assert fake.sessions == 1 and adapter.resumptions == 0
+
+
+async def test_a_refused_resumption_is_an_infrastructure_drop(tmp_path: Path) -> None:
+    async with FakeGeminiLive(oracle_turns("apexv1_001"), rotate_after_ms=15_000,
+                              honour_handles=False) as fake:
+        result, adapter = await run_task("apexv1_001", fake, tmp_path)
+    end = session_end(result)
+    assert end.reason == "infrastructure_error" and end.failure_class == "infrastructure"
+    assert "could not resume the session after goAway" in end.detail
+    assert f"close {RESUME_REFUSED[0]}" in end.detail and RESUME_REFUSED[1] in end.detail
+    assert fake.closed_with == RESUME_REFUSED and fake.sessions == 2
+    assert adapter.resumptions == 0
+
+
+def test_go_away_time_left_is_a_protobuf_duration() -> None:
+    for raw, ms in [("50s", 50_000), ("1.500s", 1500), ("0.25s", 250), ("", None),
+                    ("soon", None)]:
+        msg = parse_server_message(f'{{"goAway": {{"timeLeft": "{raw}"}}}}')
+        assert msg.go_away is not None and msg.go_away.time_left_ms() == ms
+    update = parse_server_message(
+        '{"sessionResumptionUpdate": {"newHandle": "h1", "resumable": true}}'
+    ).session_resumption_update
+    assert update is not None and (update.new_handle, update.resumable) == ("h1", True)
+
+
+# ------------------------------------------------------------------ the fake's full_events mode
+
+NOT_IN_FULL_EVENTS = {
+    "goAway": "its own tests above (it ends a connection)",
+    "toolCallCancellation": "only when the user cuts in while calls are pending "
+                            "(test_cancelled_tool_calls_are_not_answered)",
+    "voiceActivityDetectionSignal": "needs explicitVadSignal in the setup, which google-genai "
+                                    "refuses outside Vertex AI",
+}
+"""``LiveServerMessage`` fields the full_events conversation does not send, and why."""
+
+CONTENT_NOT_IN_FULL_EVENTS = {
+    "groundingMetadata": "Google Search grounding is not configured",
+    "urlContextMetadata": "the URL context tool is not configured",
+    "turnCompleteReason": "only for a turn ended abnormally (safety, malformed function call)",
+    "waitingForInput": "proactive audio is not configured",
+}
+"""``LiveServerContent`` fields it does not send, and why."""
+
+
+def kinds_sent(fake: FakeGeminiLive) -> tuple[set[str], set[str]]:
+    """Top-level kinds and ``serverContent`` fields of everything the fake sent."""
+    top = {k for m in fake.sent for k in m}
+    content = {k for m in fake.sent for k in m.get("serverContent", {})}
+    return top, content
+
+
+async def test_full_events_mode_sends_every_documented_server_message(tmp_path: Path) -> None:
+    """The shared suite's apexv1_001 conversation in the fake's full_events mode sends every
+    server message google-genai's ``LiveServerMessage`` / ``LiveServerContent`` define (less
+    the ones listed above, each with its reason), interleaved in the normal flow, and the
+    run is as clean as in minimal mode; minimal mode sends none of the extra ones. A field a
+    new SDK adds fails here until the fake sends it or it is listed."""
+    documented = {to_camel(f) for f in genai_types.LiveServerMessage.model_fields}
+    content_fields = {to_camel(f) for f in genai_types.LiveServerContent.model_fields}
+    assert set(NOT_IN_FULL_EVENTS) <= documented
+    assert set(CONTENT_NOT_IN_FULL_EVENTS) <= content_fields
+    sent: dict[str, tuple[set[str], set[str]]] = {}
+    for mode in ("minimal", "full_events"):
+        harness = GeminiLiveHarness()
+        harness.mode = mode
+        try:
+            run = await run_shared(cast(ProviderHarness, harness), "apexv1_001",
+                                   conversation("apexv1_001"), tmp_path / mode)
+            assert run.result.end_reason == "user_goodbye", run.of("session.end")
+            assert not run.of("agent.error") and not run.of("agent.protocol_unknown")
+            assert [e.lifecycle for e in run.of("artifact.update")][-1] == "COMMITTED"
+            assert harness.violations() == []
+            assert harness.fake is not None
+            sent[mode] = kinds_sent(harness.fake)
+        finally:
+            await harness.stop()
+    top, content = sent["full_events"]
+    assert top == documented - set(NOT_IN_FULL_EVENTS)
+    assert content == content_fields - set(CONTENT_NOT_IN_FULL_EVENTS)
+    extra_top = {"usageMetadata", "voiceActivity"}
+    extra_content = {"inputTranscription", "interimInputTranscription", "interactionStatus"}
+    assert not (sent["minimal"][0] & extra_top) and not (sent["minimal"][1] & extra_content)
 
 
 # ------------------------------------------------------------------ errors

@@ -14,7 +14,9 @@ Adapter
     :class:`OpenAIStyleAdapter` holds the response lifecycle these protocols share:
 
     * **Tool calls** come from ``response.function_call_arguments.done`` (call id, name, JSON
-      arguments). Each result goes back as a ``function_call_output`` conversation item.
+      arguments); the OpenAI *beta* protocol (StepFun) leaves the name out of that event, so
+      it is taken from the call's ``response.output_item.added``/``.done`` item. Each result
+      goes back as a ``function_call_output`` conversation item.
     * **One continuation per batch of tool calls** (D.2, Grok's parallel-call hang): a single
       ``response.create`` is sent only once *every* call of the response has its output and
       the response itself is done.
@@ -25,8 +27,10 @@ Adapter
     * **Barge-in**: on the server's ``input_audio_buffer.speech_started`` while agent audio
       is audible, emit ``Interrupted``; the rest of that response's audio and transcript is
       dropped; :meth:`~._realtime.RealtimeAdapter.truncate_item` tells the provider what was
-      heard (OpenAI: ``conversation.item.truncate``). Providers without server turn detection
-      detect the barge-in on the client (StepFun).
+      heard (OpenAI, xAI: ``conversation.item.truncate``), clamped to the audio received for
+      that item and never for an item whose audio we did not receive (the provider refuses
+      both with an error). Providers without server turn detection detect the barge-in on the
+      client (StepFun).
 """
 
 from __future__ import annotations
@@ -146,8 +150,24 @@ class FunctionCallArgumentsDone(WireEvent):
     response_id: str = ""
     item_id: str = ""
     call_id: str
-    name: str
+    name: str = ""
+    """GA and xAI name the function here; the beta protocol (StepFun) does not."""
     arguments: str
+
+
+class OutputItem(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str = ""
+    type: str = ""
+    call_id: str | None = None
+    name: str | None = None
+
+
+class OutputItemEvent(WireEvent):
+    """``response.output_item.added`` / ``.done``: read for function call names."""
+
+    response_id: str = ""
+    item: OutputItem
 
 
 class Catalog:
@@ -208,6 +228,8 @@ def handled(audio: str = "response.output_audio") -> dict[str, type[WireEvent]]:
         f"{audio}_transcript.delta": TranscriptDeltaEvent,
         f"{audio}_transcript.done": TranscriptDoneEvent,
         "response.function_call_arguments.done": FunctionCallArgumentsDone,
+        "response.output_item.added": OutputItemEvent,
+        "response.output_item.done": OutputItemEvent,
     }
 
 
@@ -294,6 +316,8 @@ class OpenAIStyleAdapter(GatedRealtimeAdapter):
     """Barge-in comes from the server's ``input_audio_buffer.speech_started``."""
     cancel_on_barge_in: ClassVar[bool] = False
     """Send ``response.cancel`` on a barge-in (when the server does not cancel by itself)."""
+    truncates: ClassVar[bool] = True
+    """Tell the provider what was heard (``conversation.item.truncate``) after a barge-in."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -303,6 +327,10 @@ class OpenAIStyleAdapter(GatedRealtimeAdapter):
         self._audio_response: dict[str, str] = {}
         """Audio item id → response id, for muting the item that was playing."""
         self._last_audio_item = ""
+        self._call_names: dict[str, str] = {}
+        """Function call id → name, from the calls' output items."""
+        self._item_samples: dict[str, int] = {}
+        """Audio item id → samples received for it (at the provider's output rate)."""
 
     # ------------------------------------------------------------------ wire plumbing
 
@@ -354,6 +382,19 @@ class OpenAIStyleAdapter(GatedRealtimeAdapter):
             event_id=event_id, item=FunctionCallOutputItem(call_id=call_id, output=output_json),
         )
 
+    async def truncate_item(self, item_id: str, audio_end_ms: int) -> None:
+        """``conversation.item.truncate`` at what was heard, clamped to the audio received for
+        the item (resampling and item boundaries can put the mirror's position a few ms past
+        it, which the provider refuses); nothing for an item we received no audio for."""
+        samples = self._item_samples.get(item_id)
+        if samples is None or not self.truncates:
+            return
+        received_ms = samples * 1000 // self.settings.output_rate
+        await self.send(ConversationItemTruncate(
+            event_id=self.next_id("truncate"), item_id=item_id, content_index=0,
+            audio_end_ms=max(0, min(audio_end_ms, received_ms)),
+        ))
+
     async def barge_in(self) -> None:
         """The user started speaking: cut audible agent audio and mute its response."""
         if not self.playout.audible and not (self.cancel_on_barge_in and self.gate.active):
@@ -372,11 +413,15 @@ class OpenAIStyleAdapter(GatedRealtimeAdapter):
 
     async def handle(self, event: BaseModel) -> None:
         if isinstance(event, AudioDeltaEvent):
+            pcm = decode_pcm16(event.delta)
+            self._item_samples[event.item_id] = self._item_samples.get(event.item_id, 0) + len(pcm)
+            if len(self._item_samples) > 64:
+                del self._item_samples[next(iter(self._item_samples))]
             if event.response_id in self._muted:
                 return
             self._audio_response[event.item_id] = event.response_id
             self._last_audio_item = event.item_id
-            self.emit_audio(decode_pcm16(event.delta), event.item_id)
+            self.emit_audio(pcm, event.item_id)
         elif isinstance(event, AudioDoneEvent):
             if event.response_id not in self._muted:
                 self.flush_audio(event.item_id)
@@ -386,10 +431,21 @@ class OpenAIStyleAdapter(GatedRealtimeAdapter):
         elif isinstance(event, TranscriptDoneEvent):
             if event.response_id not in self._muted:
                 self.emit(TranscriptDone(text=event.transcript))
+        elif isinstance(event, OutputItemEvent):
+            item = event.item
+            if item.type == "function_call" and item.call_id and item.name:
+                self._call_names[item.call_id] = item.name
         elif isinstance(event, FunctionCallArgumentsDone):
+            named = self._call_names.pop(event.call_id, "")
+            name = event.name or named
+            if not name:
+                raise WireProtocolError(
+                    f"{self.settings.kind} called function {event.call_id!r} without naming it "
+                    "(neither response.function_call_arguments.done nor its output item did)"
+                )
             self.gate.tool_call(event.call_id)
             self.emit(ToolCallRequest(
-                call_id=event.call_id, name=event.name, args=parse_arguments(event.arguments),
+                call_id=event.call_id, name=name, args=parse_arguments(event.arguments),
             ))
         elif isinstance(event, ResponseLifecycle):
             await self._on_response(event)

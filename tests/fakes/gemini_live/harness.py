@@ -18,6 +18,11 @@ Gemini specifics the suite reads from the flags: a barge-in is not reported on t
 generation at ``activityStart``) and there is no cancel message (``cancels_on_wire = False``).
 The model continues after tool results without being asked, so every ``toolResponse`` is also
 the continuation.
+
+Modes: ``minimal`` (what the adapter acts on, plus the resumption updates its setup asks for)
+and ``full_events`` (the Live API's other server messages interleaved: ``usageMetadata``,
+``voiceActivity``, input transcriptions, ``interactionStatus``, non-resumable resumption
+updates; see ``server.py``). ``goAway`` has its own tests in ``test_gemini_live.py``.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from tests.adapters.harness import ErrorKind, Scenario
 from tests.fakes.gemini_live.server import (
     BAD_KEY,
     INVALID_ARGUMENT,
+    MODES,
     QUOTA_EXCEEDED,
     RATE_LIMITED,
     SERVER_ERROR,
@@ -117,7 +123,7 @@ class GeminiLiveHarness:
     """The adapter always sends 16 kHz (the Live API's native input rate)."""
     truncates_on_wire = False
     cancels_on_wire = False
-    modes: tuple[str, ...] = ("minimal",)
+    modes: tuple[str, ...] = MODES
 
     def __init__(self) -> None:
         self.fake: FakeGeminiLive | None = None
@@ -128,9 +134,12 @@ class GeminiLiveHarness:
 
     async def start(self, scenario: Scenario) -> None:
         reject = CLOSES[scenario.handshake_error] if scenario.handshake_error else None
+        mode = scenario.mode or self.mode
+        if mode not in MODES:
+            raise ValueError(f"{self.kind} fake modes are {MODES}, not {mode!r}")
         self.fake = FakeGeminiLive(
             scenario_turns(scenario), api_key=TEST_KEY, reject=reject,
-            speedup=scenario.audio_speedup,
+            speedup=scenario.audio_speedup, mode=mode,
         )
         await self.fake.__aenter__()
 

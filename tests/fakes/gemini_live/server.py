@@ -27,11 +27,30 @@ service in the respects the adapter relies on:
 * explicit ``activityStart``/``activityEnd`` are refused (close 1007) unless the setup disabled
   automatic activity detection, as the service does;
 * errors are close frames with the service's codes and reasons; :class:`Drop` aborts the TCP
-  connection without a close frame.
+  connection without a close frame;
+* session resumption: when the setup carries ``sessionResumption``, a
+  ``sessionResumptionUpdate`` with a fresh handle follows ``setupComplete`` and every point
+  where the model turns idle with no function call pending (the service's resumable points);
+  each handle names a snapshot of the fake model's conversation. :class:`GoAway` sends
+  ``goAway`` at a scripted point, ``rotate_after_ms`` once a connection has received that much
+  user audio (the service resets connections by age); either closes the connection
+  (:data:`DEADLINE_EXPIRED`) once the time left has passed on the user audio clock. A new
+  connection whose setup carries a known handle continues the same conversation from that
+  snapshot; an unknown handle is refused (:data:`RESUME_REFUSED`), and
+  so is a resumption while an earlier socket of the session is still open
+  (:data:`RESUME_WHILE_OPEN`).
+
+Modes (``mode=``): ``minimal`` sends what the adapter acts on (and the resumption updates the
+setup asked for); ``full_events`` also sends the rest of the Live API's server messages
+interleaved in the normal flow, as the service does: ``usageMetadata`` with every
+``turnComplete`` (which also carries ``interactionStatus``), ``voiceActivity`` at the user's
+activity start and end, ``interimInputTranscription`` while the user speaks and
+``inputTranscription`` when they stop, and a non-resumable ``sessionResumptionUpdate`` whenever
+the model starts generating.
 
 Lockstep: :meth:`FakeGeminiLive.sync` (a ``LockstepSync``) returns once the fake has processed
-the first ``n`` client messages and sent everything they caused, with the number of messages it
-has sent so far, which makes virtual-clock runs exact.
+the first ``n`` client messages of its latest connection and sent everything they caused, with
+the number of messages it has sent on it so far, which makes virtual-clock runs exact.
 """
 
 from __future__ import annotations
@@ -53,10 +72,12 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from google.genai import types
+from google.genai import _live_converters, types
 from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 FAKE_KEY = "fake-gemini-key"
 PATH_PREFIX = "/ws/google.ai.generativelanguage."
@@ -75,6 +96,18 @@ EXPLICIT_ACTIVITY_REFUSED = (
     1007, "Explicit activity control is not supported when automatic activity detection is "
     "enabled.",
 )
+DEADLINE_EXPIRED = (1011, "Deadline expired before operation could complete.")
+"""The close that followed a ``goAway`` (``{"timeLeft": "50s"}``) in a client's log
+(kizuna-ai-lab/sokuji issue 179)."""
+RESUME_REFUSED = (1007, "Session resumption handle is invalid or has expired.")
+"""An unknown handle. Clients report the service refusing a resumption with 1007 (Google AI
+developer forum, "resumption afterwards fails with 1007"); the reason text is the fake's own."""
+RESUME_WHILE_OPEN = (1011, "Internal error encountered.")
+"""A resumption while an earlier socket of the session is still open: refused with 1011, as
+verified against the service by aicc2025/sip-to-ai pull request 14."""
+
+Mode = Literal["minimal", "full_events"]
+MODES: tuple[Mode, ...] = ("minimal", "full_events")
 
 
 # ------------------------------------------------------------------ the script
@@ -149,7 +182,16 @@ class Send:
     message: dict[str, Any]
 
 
-Step = Say | Tools | Interrupt | Close | Drop | Fail | Send
+@dataclass(frozen=True)
+class GoAway:
+    """Send ``goAway`` with ``timeLeft``, then go on; once ``time_left_ms`` more of user audio
+    has arrived the connection is closed with :data:`DEADLINE_EXPIRED`. Sent once: a session
+    resumed from an earlier snapshot does not repeat it."""
+
+    time_left_ms: int = 10_000
+
+
+Step = Say | Tools | Interrupt | Close | Drop | Fail | Send | GoAway
 
 
 @dataclass(frozen=True)
@@ -218,6 +260,27 @@ def _content(**kwargs: Any) -> bytes:
     return _server(types.LiveServerMessage(server_content=types.LiveServerContent(**kwargs)))
 
 
+def duration(ms: float) -> str:
+    """A protobuf ``Duration`` as JSON (``"3s"``, ``"1.500s"``)."""
+    return f"{int(ms) // 1000}s" if ms % 1000 == 0 else f"{ms / 1000:.3f}s"
+
+
+SERVER_KINDS = frozenset(to_camel(name) for name in types.LiveServerMessage.model_fields)
+"""The top-level keys of a server message: google-genai's ``LiveServerMessage`` fields."""
+
+
+def sdk_parse(raw: Mapping[str, Any]) -> types.LiveServerMessage:
+    """What google-genai's ``receive()`` makes of a server frame, but strict: the SDK's own
+    Developer API converter (``voiceActivity.type`` becomes ``voice_activity_type``), then its
+    model with every extra field forbidden, where ``receive()`` would silently drop it. Raises
+    ``ValueError`` (``ValidationError``) for anything the SDK does not model."""
+    unknown = sorted(set(raw) - SERVER_KINDS)
+    if unknown:
+        raise ValueError(f"server message kinds the SDK does not know: {unknown}")
+    return types.LiveServerMessage.model_validate(
+        _live_converters._LiveServerMessage_from_mldev(dict(raw)))
+
+
 def _pop_any(d: dict[str, Any], *keys: str) -> Any:
     for k in keys:
         if k in d:
@@ -273,32 +336,90 @@ class _Out:
     end: _Closing | None = None
 
 
+@dataclass(frozen=True)
+class _Snapshot:
+    """The fake model's conversation at a resumable point (what a resumption handle names)."""
+
+    lineage: int
+    """The connection that started the session (shared by every resumption of it)."""
+    turn_index: int
+    user_turns_waiting: int
+    call_seq: int
+
+
 class _Session:
-    def __init__(self, fake: FakeGeminiLive, setup: ClientSetup) -> None:
+    def __init__(self, fake: FakeGeminiLive, setup: ClientSetup, lineage: int,
+                 resumed: _Snapshot | None = None, clock_ms: float = 0.0) -> None:
         self.fake = fake
         self.setup = setup
-        self.turn_index = 0
+        self.lineage = lineage
+        self.turn_index = resumed.turn_index if resumed else 0
         self.state: Literal["idle", "generating", "streaming", "tools", "playing"] = "idle"
         self.steps: list[Step] = []
         self.stream: list[tuple[float, bytes]] = []
         """Frames of the current utterance not sent yet, each with the clock it is due at."""
-        self.clock_ms = 0.0
-        self.playing_until = 0.0
+        self.clock_ms = clock_ms
+        self.playing_until = clock_ms
         self.pending_calls: dict[str, str] = {}
-        self.user_turns_waiting = 0
-        self.call_seq = 0
+        self.user_turns_waiting = resumed.user_turns_waiting if resumed else 0
+        self.call_seq = resumed.call_seq if resumed else 0
+        self.close_at: float | None = None
+        """User audio clock at which a ``goAway``'s time runs out."""
+        self.opened_at = clock_ms
+        self.rotated = False
+        self.activity_from: float | None = None
+        """Clock at the user's activityStart (full_events transcriptions)."""
+        self.interim_sent = False
+        self.turn_audio_ms = 0
         self.out = _Out()
+
+    @property
+    def full(self) -> bool:
+        return self.fake.mode == "full_events"
 
     # -- emitting
     def emit(self, frame: bytes, *, check: bool = True) -> None:
         self.out.frames.append((frame, check))
 
-    def emit_raw(self, message: dict[str, Any]) -> None:
-        self.emit(json.dumps(message).encode(), check=False)
+    def emit_raw(self, message: dict[str, Any], *, check: bool = False) -> None:
+        self.emit(json.dumps(message).encode(), check=check)
 
     def begin(self) -> _Out:
         self.out = _Out()
         return self.out
+
+    # -- session resumption
+    def offer_handle(self) -> None:
+        """At a resumable point: a fresh handle naming the conversation as it is now."""
+        if self.setup.setup.session_resumption is None or self.pending_calls:
+            return
+        if not self.fake.resumable:
+            self.emit(_server(types.LiveServerMessage(
+                session_resumption_update=types.LiveServerSessionResumptionUpdate(
+                    resumable=False))))
+            return
+        self.fake.handle_seq += 1
+        handle = f"fake-handle-{self.fake.handle_seq}"
+        self.fake.handles[handle] = _Snapshot(
+            lineage=self.lineage, turn_index=self.turn_index,
+            user_turns_waiting=self.user_turns_waiting, call_seq=self.call_seq,
+        )
+        self.emit(_server(types.LiveServerMessage(
+            session_resumption_update=types.LiveServerSessionResumptionUpdate(
+                new_handle=handle, resumable=True))))
+
+    def not_resumable(self) -> None:
+        """full_events: the model generates, so this is not a point to resume from."""
+        if self.full and self.setup.setup.session_resumption is not None:
+            self.emit(_server(types.LiveServerMessage(
+                session_resumption_update=types.LiveServerSessionResumptionUpdate(
+                    new_handle="", resumable=False))))
+
+    def go_away(self, time_left_ms: int) -> None:
+        self.fake.go_aways += 1
+        self.emit(_server(types.LiveServerMessage(
+            go_away=types.LiveServerGoAway(time_left=duration(time_left_ms)))))
+        self.close_at = self.clock_ms + time_left_ms
 
     # -- turns
     def maybe_start_turn(self) -> None:
@@ -313,7 +434,9 @@ class _Session:
         self.turn_index += 1
         self.steps = list(turn.steps)
         self.fake.turns_started += 1
+        self.turn_audio_ms = 0
         self.state = "generating"
+        self.not_resumable()
         self.run_steps()
 
     def run_steps(self) -> None:
@@ -340,8 +463,14 @@ class _Session:
                 self.emit_raw({"code": step.code, "message": step.message, "status": step.status})
                 self.steps, self.stream = [], []
                 self.state = "idle"
+                self.offer_handle()
                 self.maybe_start_turn()
                 return
+            elif isinstance(step, GoAway):
+                key = (self.turn_index, len(self.steps))
+                if key not in self.fake.go_aways_sent:
+                    self.fake.go_aways_sent.add(key)
+                    self.go_away(step.time_left_ms)
             else:
                 self.emit_raw(step.message)
         self.emit(_content(generation_complete=True))
@@ -377,6 +506,7 @@ class _Session:
             else:
                 self.stream.append((self.clock_ms + offset / speedup, frame))
         self.playing_until = max(self.playing_until, self.clock_ms) + step.duration_ms
+        self.turn_audio_ms += step.duration_ms
         self.fake.spoken.append(step.text)
 
     def call_tools(self, step: Tools) -> None:
@@ -390,6 +520,27 @@ class _Session:
             tool_call=types.LiveServerToolCall(function_calls=calls))))
         self.state = "tools"
 
+    def turn_complete(self) -> None:
+        """``turnComplete``; in full_events with ``interactionStatus`` and ``usageMetadata``
+        in the same message, as the service sends them."""
+        if not self.full:
+            self.emit(_content(turn_complete=True))
+            return
+        spoken = round(self.turn_audio_ms * 32 / 1000)  # Gemini counts 32 tokens per second
+        heard = round(self.clock_ms * 32 / 1000)
+        self.emit(_server(types.LiveServerMessage(
+            server_content=types.LiveServerContent(
+                turn_complete=True, interaction_status=types.InteractionStatus.IDLE),
+            usage_metadata=types.UsageMetadata(
+                prompt_token_count=heard, response_token_count=spoken,
+                total_token_count=heard + spoken,
+                prompt_tokens_details=[types.ModalityTokenCount(
+                    modality=types.MediaModality.AUDIO, token_count=heard)],
+                response_tokens_details=[types.ModalityTokenCount(
+                    modality=types.MediaModality.AUDIO, token_count=spoken)],
+            ),
+        )))
+
     def interrupt(self) -> None:
         if self.pending_calls:
             self.emit(_server(types.LiveServerMessage(
@@ -398,11 +549,12 @@ class _Session:
             self.pending_calls = {}
         self.emit(_content(interrupted=True))
         if self.fake.complete_interrupted:
-            self.emit(_content(turn_complete=True))
+            self.turn_complete()
         self.fake.interruptions += 1
         self.steps, self.stream = [], []
         self.playing_until = self.clock_ms
         self.state = "idle"
+        self.offer_handle()
         self.maybe_start_turn()
 
     def on_clock(self) -> None:
@@ -413,11 +565,18 @@ class _Session:
             self.state = "generating"
             self.run_steps()
         self.check_played()
+        rotate = self.fake.rotate_after_ms
+        if rotate is not None and not self.rotated and self.clock_ms - self.opened_at >= rotate:
+            self.rotated = True
+            self.go_away(self.fake.rotate_time_left_ms)
+        if self.close_at is not None and self.clock_ms >= self.close_at and self.out.end is None:
+            self.out.end = _Closing(*DEADLINE_EXPIRED)
 
     def check_played(self) -> None:
         if self.state == "playing" and self.clock_ms >= self.playing_until:
-            self.emit(_content(turn_complete=True))
+            self.turn_complete()
             self.state = "idle"
+            self.offer_handle()
             self.maybe_start_turn()
 
     # -- client messages
@@ -429,12 +588,22 @@ class _Session:
         else:
             raise _Closing(*INVALID_ARGUMENT)
 
+    def voice_activity(self, kind: str) -> None:
+        """full_events: the service's voice-activity notice. On the wire (Developer API) its
+        field is ``type``; the SDK's converter renames it ``voice_activity_type``."""
+        if self.full:
+            self.emit_raw({"voiceActivity": {"type": kind,
+                                             "audioOffset": duration(round(self.clock_ms))}},
+                          check=True)
+
     def on_realtime(self, rt: types.LiveClientRealtimeInput) -> None:
         explicit = rt.activity_start is not None or rt.activity_end is not None
         if explicit and not self.setup.automatic_activity_detection_disabled:
             raise _Closing(*EXPLICIT_ACTIVITY_REFUSED)
         if rt.activity_start is not None:
             self.fake.activity_starts += 1
+            self.activity_from, self.interim_sent = self.clock_ms, False
+            self.voice_activity("ACTIVITY_START")
             if self.state != "idle":
                 self.interrupt()
         if rt.audio is not None:
@@ -445,9 +614,19 @@ class _Session:
             pcm = np.frombuffer(rt.audio.data or b"", dtype="<i2").astype(np.int16)
             self.fake.input_chunks.append((rate, pcm))
             self.clock_ms += len(pcm) * 1000 / rate
+            if self.full and self.activity_from is not None and not self.interim_sent:
+                self.interim_sent = True
+                self.emit(_content(interim_input_transcription=types.Transcription(
+                    text="…")))
             self.on_clock()
         if rt.activity_end is not None:
             self.fake.activity_ends += 1
+            if self.full:
+                spoken = self.clock_ms - (self.activity_from or 0.0)
+                self.emit(_content(input_transcription=types.Transcription(
+                    text=f"[{spoken / 1000:.1f} s of user speech]", finished=True)))
+            self.activity_from = None
+            self.voice_activity("ACTIVITY_END")
             self.user_turns_waiting += 1
             self.maybe_start_turn()
 
@@ -465,15 +644,37 @@ class _Session:
 # ------------------------------------------------------------------ the server
 
 
+@dataclass
+class _Progress:
+    """Lockstep counters of one connection."""
+
+    processed: int = 0
+    sent: int = 0
+    ended: bool = False
+
+
 class FakeGeminiLive:
     """Use as ``async with FakeGeminiLive(turns) as fake:``; point the adapter at ``env()``."""
 
     def __init__(
         self, turns: Sequence[Turn] = (), *, api_key: str = FAKE_KEY,
         reject: tuple[int, str] | None = None, speedup: float = 4.0,
-        complete_interrupted: bool = True,
+        complete_interrupted: bool = True, mode: Mode = "minimal",
+        resumable: bool = True, honour_handles: bool = True,
+        rotate_after_ms: int | None = None, rotate_time_left_ms: int = 10_000,
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; the fake's modes are {MODES}")
         self.turns = list(turns)
+        self.mode: Mode = mode
+        self.resumable = resumable
+        """False: every ``sessionResumptionUpdate`` says ``resumable: false`` (no handle)."""
+        self.honour_handles = honour_handles
+        """False: every resumption is refused as if its handle had expired."""
+        self.rotate_after_ms = rotate_after_ms
+        """Each connection gets a ``goAway`` (``rotate_time_left_ms``) once it has received this
+        much user audio, wherever the conversation is."""
+        self.rotate_time_left_ms = rotate_time_left_ms
         self.complete_interrupted = complete_interrupted
         """False: an interrupted turn gets ``interrupted`` but no ``turnComplete`` (public
         clients report the service doing so)."""
@@ -500,11 +701,20 @@ class FakeGeminiLive:
         self.activity_starts = 0
         self.activity_ends = 0
         self.closed_with: tuple[int | None, str] | None = None
+        # Session resumption.
+        self.handles: dict[str, _Snapshot] = {}
+        """Every handle handed out, with the conversation snapshot it names."""
+        self.handle_seq = 0
+        self.resumed: list[str] = []
+        """Handles new connections resumed from, in order."""
+        self.go_aways = 0
+        self.go_aways_sent: set[tuple[int, int]] = set()
+        self._sockets: dict[int, ServerConnection] = {}
+        """The latest socket of each session (by lineage)."""
+        self._latest: dict[int, _Session] = {}
         self._server: Server | None = None
-        # Lockstep counters of the latest session.
-        self._processed = 0
-        self._sent_count = 0
-        self._ended = False
+        # Lockstep counters of the latest connection.
+        self._current = _Progress()
         self._progress = asyncio.Condition()
 
     # -- lifecycle
@@ -555,33 +765,56 @@ class FakeGeminiLive:
 
     # -- lockstep
     async def sync(self, client_sent: int) -> int:
-        """The ``LockstepSync`` of the latest session: wait until it has processed
+        """The ``LockstepSync`` of the latest connection: wait until it has processed
         ``client_sent`` messages (or ended); the number of messages it has sent."""
         async with self._progress:
             await self._progress.wait_for(
-                lambda: self._processed >= client_sent or self._ended
+                lambda: self._current.processed >= client_sent or self._current.ended
             )
-            return self._sent_count
+            return self._current.sent
 
-    async def _advance(self, sent: int) -> None:
+    async def _advance(self, progress: _Progress, sent: int) -> None:
         async with self._progress:
-            self._processed += 1
-            self._sent_count += sent
+            progress.processed += 1
+            progress.sent += sent
             self._progress.notify_all()
 
     # -- serving
     async def _send(self, ws: ServerConnection, out: _Out) -> int:
         for frame, check in out.frames:
-            self.sent.append(json.loads(frame))
-            if check:  # what the fake builds must parse back with the SDK's model
+            message = json.loads(frame)
+            self.sent.append(message)
+            if check:  # what the fake builds must parse back through the SDK, losing nothing
                 try:
-                    types.LiveServerMessage.model_validate_json(frame)
-                except ValidationError as exc:
-                    self.violations.append(f"server: {exc.errors()[0]}")
+                    sdk_parse(message)
+                except ValueError as exc:
+                    self.violations.append(f"server: {exc}")
             await ws.send(frame)
         return len(out.frames)
 
-    async def _end(self, ws: ServerConnection, closing: _Closing) -> None:
+    def _open_session(self, ws: ServerConnection, setup: ClientSetup) -> _Session:
+        """A new session, or the one the setup's resumption handle names (refused with the
+        service's close when the handle is unknown or its earlier socket still open)."""
+        wanted = setup.setup.session_resumption
+        handle = wanted.handle if wanted is not None else None
+        if handle:
+            snapshot = self.handles.get(handle) if self.honour_handles else None
+            if snapshot is None:
+                raise _Closing(*RESUME_REFUSED)
+            earlier = self._sockets.get(snapshot.lineage)
+            if earlier is not None and earlier.state is State.OPEN:
+                raise _Closing(*RESUME_WHILE_OPEN)
+            self.resumed.append(handle)
+            before = self._latest.get(snapshot.lineage)
+            session = _Session(self, setup, snapshot.lineage, snapshot,
+                               clock_ms=before.clock_ms if before else 0.0)
+        else:
+            session = _Session(self, setup, self.sessions)
+        self._sockets[session.lineage] = ws
+        self._latest[session.lineage] = session
+        return session
+
+    async def _end(self, ws: ServerConnection, closing: _Closing, progress: _Progress) -> None:
         self.closed_with = (closing.code, closing.reason)
         if closing.code is None:
             for _ in range(100):  # let what was already sent leave, then cut TCP short
@@ -592,13 +825,14 @@ class FakeGeminiLive:
         else:
             await ws.close(closing.code, closing.reason)
         async with self._progress:
-            self._ended = True
+            progress.ended = True
             self._progress.notify_all()
 
     async def _handle(self, ws: ServerConnection) -> None:
         self.sessions += 1
+        progress = _Progress()
         async with self._progress:
-            self._processed, self._sent_count, self._ended = 0, 0, False
+            self._current = progress
         request = ws.request
         assert request is not None
         self.paths.append(request.path)
@@ -619,12 +853,13 @@ class FakeGeminiLive:
                 raise _Closing(*BAD_KEY)
             if self.reject is not None:
                 raise _Closing(*self.reject)
-            session = _Session(self, setup)
+            session = self._open_session(ws, setup)
             out = session.begin()
             session.emit(_server(types.LiveServerMessage(
                 setup_complete=types.LiveServerSetupComplete(session_id=f"fake-{self.sessions}"))))
+            session.offer_handle()
             session.maybe_start_turn()
-            await self._flush(ws, out)
+            await self._flush(ws, out, progress)
             async for raw in ws:
                 message = json.loads(raw)
                 self.messages.append(message)
@@ -635,19 +870,18 @@ class FakeGeminiLive:
                     self.violations.append(f"client: {exc.errors()[0]}")
                     raise _Closing(1007, f"Invalid JSON payload received. {exc}"[:120]) from None
                 session.on_message(client_message)
-                await self._flush(ws, out)
+                await self._flush(ws, out, progress)
         except _Closing as closing:
-            await self._end(ws, closing)
+            await self._end(ws, closing, progress)
         except ConnectionClosed:
             pass
         finally:
             async with self._progress:
-                self._ended = True
+                progress.ended = True
                 self._progress.notify_all()
 
-    async def _flush(self, ws: ServerConnection, out: _Out) -> None:
+    async def _flush(self, ws: ServerConnection, out: _Out, progress: _Progress) -> None:
         sent = await self._send(ws, out)
+        await self._advance(progress, sent)
         if out.end is not None:
-            await self._advance(sent)
             raise out.end
-        await self._advance(sent)

@@ -119,6 +119,7 @@ class OpenAIHarness(RealtimeHarness):
     key_env = "OPENAI_API_KEY"
     voice_env = "APEX_OPENAI_REALTIME_VOICE"
     truncates_on_wire = True
+    modes = ("minimal", "full_events")
 
 
 class GrokHarness(RealtimeHarness):
@@ -132,6 +133,7 @@ class GrokHarness(RealtimeHarness):
     wire_rates = (24_000, 16_000, 48_000)
     truncates_on_wire = True
     cancels_on_wire = True
+    modes = ("minimal", "full_events")
 
 
 class StepFunHarness(RealtimeHarness):
@@ -142,6 +144,7 @@ class StepFunHarness(RealtimeHarness):
     key_env = "STEPFUN_API_KEY"
     voice_env = "APEX_STEPFUN_VOICE"
     cancels_on_wire = True
+    modes = ("minimal", "full_events")
 
 
 class GptLiveHarness(RealtimeHarness):

@@ -15,6 +15,16 @@ Connecting (endpoint, key header, the setup message) and sending go through the 
 frames are read from the session's websocket and parsed by :mod:`.events`, because the SDK's
 ``receive()`` silently strips message kinds and fields it does not know.
 
+Session resumption: the setup asks for ``sessionResumption``, so the server sends
+``sessionResumptionUpdate`` messages; the adapter keeps the latest resumable handle. The server
+rotates connections and announces it with ``goAway`` (``timeLeft``); the adapter then reconnects
+with ``sessionResumption.handle`` set to that handle, at the next resumable point (a fresh handle
+while the model is idle) and in any case :data:`RESUME_MARGIN_MS` before the time left runs out,
+or at once if the announced close comes first. The old socket is closed first, client messages
+sent meanwhile are held and sent on the new connection, and the resumption is logged as a
+non-fatal ``connectivity`` note ("session resumed after goAway"). A ``goAway`` before any handle,
+or a refused resumption, is an infrastructure drop.
+
 Errors follow :mod:`runtime.agents.errors`: the Live API reports them as websocket close frames,
 categorized from the close code and reason. A refused or dropped connection raises
 ``InfrastructureError``; a rejected setup, an unknown message, or a close mid-run that names
@@ -81,6 +91,10 @@ log = logging.getLogger(__name__)
 RESUME_GAP_MS = 1000
 """After ``interrupted``, model content that arrives this long after the last dropped content
 starts the next turn even if the cut turn never got its ``turnComplete``."""
+
+RESUME_MARGIN_MS = 2000
+"""After ``goAway``, the adapter resumes on a new connection no later than this long (media
+time) before the announced end, even when the model is not at a resumable point."""
 
 
 class _RedactCredentials(logging.Filter):
@@ -164,10 +178,35 @@ class _ToolBatch:
         return all(i in self.results or i in self.cancelled for i in self.names)
 
 
+@dataclass(frozen=True)
+class _GoAway:
+    """A ``goAway`` being honoured: by when (media ms) the connection must be replaced."""
+
+    by_ms: int
+    time_left: str
+
+
+_Held = tuple[str, dict[str, Any]]
+"""A client message (SDK call, its keyword arguments) held back or kept for a replay."""
+
+
 def _function_response(call_id: str, name: str, output: dict[str, Any]) -> types.FunctionResponse:
     # Gemini's convention: {"output": …} for a result, {"error": …} for a failed call.
     response = {"error": output["error"]} if set(output) == {"error"} else {"output": output}
     return types.FunctionResponse(id=call_id, name=name, response=response)
+
+
+def _describe(exc: BaseException) -> str:
+    """A failed (re)connection in one line, for an infrastructure error."""
+    if isinstance(exc, genai_errors.APIError):
+        return f"close {exc.code}: {exc.details or exc.message or 'no reason given'}"
+    if isinstance(exc, ConnectionClosed) and exc.rcvd is not None:
+        return f"close {exc.rcvd.code}: {exc.rcvd.reason or 'no reason given'}"
+    if isinstance(exc, InvalidStatus):
+        return f"HTTP {exc.response.status_code} at the websocket handshake"
+    if isinstance(exc, TimeoutError):
+        return "no setupComplete in time"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _close_error(code: int | None, reason: str, *, during_setup: bool) -> ProviderError:
@@ -193,9 +232,17 @@ class GeminiLiveAdapter:
         """``heard_ms`` of every truncated response (the Live API has no truncate message)."""
         self.sent = 0
         self.received = 0
-        self._stack: contextlib.AsyncExitStack | None = None
+        """Messages sent and received on the current connection (lockstep counts)."""
+        self.resumptions = 0
+        """Connections replaced after a ``goAway`` (session resumption)."""
+        self._client: genai.Client | None = None
+        self._client_stack: contextlib.AsyncExitStack | None = None
+        self._conn_stack: contextlib.AsyncExitStack | None = None
+        self._live_config: types.LiveConnectConfig | None = None
         self._session: AsyncSession | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._conn = 0
+        """Number of the current connection; a reader of an older one stops recording."""
         self._arrivals: list[str | bytes] = []
         self._arrived = asyncio.Event()
         self._closing = False
@@ -218,6 +265,23 @@ class GeminiLiveAdapter:
         # Tool calls awaiting results, oldest first.
         self._batches: list[_ToolBatch] = []
         self._call_seq = 0
+        # Session resumption.
+        self._resume_handle: str | None = None
+        """The latest resumable handle (``sessionResumptionUpdate.newHandle``)."""
+        self._fresh = False
+        """No model output since the latest handle: resuming from it loses no model turn."""
+        self._unheard: list[_Held] = []
+        """The user's latest activity (from its activityStart) while the model has not answered
+        it: what a new connection hears again first. The Developer API has no ``transparent``
+        resumption telling which client messages a handle includes."""
+        self._user_active = False
+        """activityStart sent, activityEnd not yet."""
+        self._go_away: _GoAway | None = None
+        self._resume_task: asyncio.Task[None] | None = None
+        self._held: list[_Held] = []
+        """Client messages sent while the connection is being replaced, in order."""
+        self._resend: list[_Held] = []
+        """What the new connection must hear before the held messages."""
 
     def attach_lockstep(self, sync: LockstepSync) -> None:
         """Virtual-clock lockstep with a local fake (``runtime.agents.providers._transport``)."""
@@ -251,6 +315,8 @@ class GeminiLiveAdapter:
             ),
             input_audio_transcription=types.AudioTranscriptionConfig(),
             output_audio_transcription=types.AudioTranscriptionConfig(),
+            # Ask for resumption handles, to survive the server's connection resets (goAway).
+            session_resumption=types.SessionResumptionConfig(),
             speech_config=types.SpeechConfig(voice_config=types.VoiceConfig(
                 prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=voice),
             )) if voice else None,
@@ -288,29 +354,66 @@ class GeminiLiveAdapter:
         stack = contextlib.AsyncExitStack()
         stack.callback(client.close)  # the SDK's HTTP clients, released after the socket
         stack.push_async_callback(client.aio.aclose)
+        self._client, self._client_stack, self._live_config = client, stack, live_config
         try:
-            session = await asyncio.wait_for(
-                stack.enter_async_context(
-                    client.aio.live.connect(model=self.settings.model, config=live_config)
-                ),
-                timeout=self.settings.handshake_timeout_s,
-            )
+            conn, session = await self._open(live_config)
         except BaseException as exc:
+            self._client_stack = None
             with contextlib.suppress(Exception):
                 await stack.aclose()
             self._connect_failed(exc)
             return
-        self._stack, self._session = stack, session
+        if not self._attach(conn, session):
+            return
+        log.info("%s: session %s open", self.name, session.session_id)
+
+    async def _open(
+        self, live_config: types.LiveConnectConfig,
+    ) -> tuple[contextlib.AsyncExitStack, AsyncSession]:
+        """One connection: the SDK's connect (handshake, setup, setupComplete), in time."""
+        assert self._client is not None
+        stack = contextlib.AsyncExitStack()
+        try:
+            session = await asyncio.wait_for(
+                stack.enter_async_context(
+                    self._client.aio.live.connect(model=self.settings.model, config=live_config)
+                ),
+                timeout=self.settings.handshake_timeout_s,
+            )
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await stack.aclose()
+            raise
+        return stack, session
+
+    def _attach(self, conn: contextlib.AsyncExitStack, session: AsyncSession) -> bool:
+        """Make an opened connection the current one and start reading it."""
+        self._conn += 1
+        self._conn_stack, self._session = conn, session
         self.sent, self.received = 1, 1  # the setup message and setupComplete
         if session.setup_complete is None:
             self._fail(ProviderError(
                 ErrorCategory.PROTOCOL, f"{KIND}: the server's first message was not "
                 "setupComplete", fatal=True,
             ))
-            return
+            return False
         # The SDK's receive() drops unknown kinds and fields: read the raw frames instead.
-        self._reader = asyncio.create_task(self._read(session._ws), name=f"{KIND}-reader")
-        log.info("%s: session %s open", self.name, session.session_id)
+        self._reader = asyncio.create_task(self._read(session._ws, self._conn),
+                                           name=f"{KIND}-reader")
+        return True
+
+    async def _close_connection(self) -> None:
+        """Stop reading the current connection and close its socket."""
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+        conn, self._conn_stack = self._conn_stack, None
+        self._session = None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.aclose(), timeout=2.0)
 
     def _connect_failed(self, exc: BaseException) -> None:
         """Map a failed connect: a connectivity problem raises, anything else is a fatal signal."""
@@ -349,27 +452,29 @@ class GeminiLiveAdapter:
     async def close(self) -> None:
         self._closing = True
         self._out = []
-        if self._reader is not None:
-            self._reader.cancel()
+        task, self._resume_task = self._resume_task, None
+        if task is not None:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._reader
-            self._reader = None
-        if self._stack is not None:
+                await task
+        await self._close_connection()
+        client, self._client_stack = self._client_stack, None
+        if client is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._stack.aclose(), timeout=2.0)
-            self._stack = None
-        self._session = None
+                await asyncio.wait_for(client.aclose(), timeout=2.0)
 
     # ------------------------------------------------------------------ the wire
 
-    async def _read(self, ws: ClientConnection) -> None:
+    async def _read(self, ws: ClientConnection, conn: int) -> None:
         try:
             async for raw in ws:
+                if conn != self._conn:
+                    return  # replaced: what the old connection still sends is not ours
                 self._arrivals.append(raw)
                 self.received += 1
                 self._arrived.set()
         except ConnectionClosed as exc:
-            if not self._closing:
+            if not self._closing and conn == self._conn:
                 rcvd = exc.rcvd
                 self._dropped = _close_error(
                     rcvd.code if rcvd else None, rcvd.reason if rcvd else "", during_setup=False,
@@ -377,19 +482,26 @@ class GeminiLiveAdapter:
                     ErrorCategory.CONNECTIVITY, f"{KIND}: connection lost without a close frame",
                 )
         except OSError as exc:
-            if not self._closing:
+            if not self._closing and conn == self._conn:
                 self._dropped = ProviderError(ErrorCategory.CONNECTIVITY, f"{KIND}: {exc}")
         else:  # a clean close (1000/1001): the session is over all the same
-            if not self._closing:
+            if not self._closing and conn == self._conn:
                 self._dropped = _close_error(ws.close_code, ws.close_reason or "",
                                              during_setup=False)
         finally:
             self._arrived.set()
 
     async def _send(self, call: str, **kwargs: Any) -> None:
-        """One SDK send; a closed socket is recorded by the reader and reported by ``poll``."""
-        if self._session is None or self._failed or self._dropped is not None:
+        """One SDK send; a closed socket is recorded by the reader and reported by ``poll``.
+        While the connection is being replaced the message is held, and sent after."""
+        if self._failed:
             return
+        if self._resume_task is not None or self._held:
+            self._held.append((call, kwargs))
+            return
+        if self._session is None or self._dropped is not None:
+            return
+        self._record(call, kwargs)
         try:
             if call == "tool_response":
                 await self._session.send_tool_response(**kwargs)
@@ -422,6 +534,132 @@ class GeminiLiveAdapter:
                 f"{self.received})", fatal=True,
             ))
 
+    # ------------------------------------------------------------------ session resumption
+
+    def _record(self, call: str, kwargs: dict[str, Any]) -> None:
+        """Keep the user's activity until the model answers it (:attr:`_unheard`)."""
+        if call != "realtime_input":
+            return
+        if "activity_start" in kwargs:
+            self._user_active = True
+            self._unheard = [(call, kwargs)]  # the audio before it was silence: not kept
+        elif "activity_end" in kwargs:
+            self._user_active = False
+            self._unheard.append((call, kwargs))
+        elif self._user_active:
+            self._unheard.append((call, kwargs))
+
+    def _model_acted(self) -> None:
+        self._fresh = False
+        if not self._user_active:
+            self._unheard = []  # answered
+
+    def _on_resumption_update(self, handle: str | None, resumable: bool) -> None:
+        if not (resumable and handle):
+            return  # not resumable now (the model generates or runs tools): keep the last one
+        self._resume_handle = handle
+        self._fresh = True
+        if self._go_away is not None and self._resume_task is None:
+            self._begin_resume("at the next resumable point")
+
+    def _on_go_away(self, time_left: str | None, left_ms: int | None) -> None:
+        if self._go_away is not None or self._resume_task is not None:
+            return
+        said = time_left or "not given"
+        if self._resume_handle is None:
+            self._dropped = ProviderError(
+                ErrorCategory.CONNECTIVITY,
+                f"{KIND}: the server sent goAway (time left {said}) before any resumable "
+                "sessionResumptionUpdate handle, so the session cannot continue on a new "
+                "connection",
+            )
+            return
+        self._go_away = _GoAway(by_ms=self._now_ms + (left_ms or 0), time_left=said)
+        log.warning("%s: goAway, the server ends this connection in %s; resuming the session",
+                    self.name, said)
+        if self._fresh and not self._generating and not self._batches:
+            self._begin_resume("at a resumable point")
+
+    def _begin_resume(self, when: str) -> None:
+        """Replace the connection with one resuming the session from the latest handle."""
+        assert self._resume_handle is not None
+        lost: list[str] = []
+        self._resend = list(self._unheard)
+        if not self._fresh:
+            # The model acted after the handle: the resumed session never had that turn.
+            if self._generating and not self._dropping:
+                self._end_transcript()
+                self._emit(ResponseDone())
+                lost.append("the response being generated")
+            # Calls whose toolResponse has not gone out (it goes out per toolCall, complete).
+            pending = {i for b in self._batches for i in b.names if i not in b.cancelled}
+            if pending:
+                self._out = [ev for ev in self._out if not (
+                    isinstance(ev, ToolCallRequest) and ev.call_id in pending)]
+                lost.append(f"tool calls {', '.join(sorted(pending))}")
+            self._batches = []
+        self._generating = self._dropping = False
+        self._from_server = None
+        self._conn += 1  # the old connection's reader records nothing more
+        self._arrivals = []
+        self._dropped = None
+        go_away, self._go_away = self._go_away, None
+        left = f", {go_away.by_ms - self._now_ms} ms before its end" if go_away else ""
+        self._resume_task = asyncio.create_task(
+            self._resume(self._resume_handle, f"{when}{left}", lost), name=f"{KIND}-resume",
+        )
+
+    async def _resume(self, handle: str, when: str, lost: list[str]) -> None:
+        # The service refuses to resume a session while an earlier socket of it is still open.
+        await self._close_connection()
+        assert self._live_config is not None
+        config = self._live_config.model_copy(
+            update={"session_resumption": types.SessionResumptionConfig(handle=handle)})
+        try:
+            conn, session = await self._open(config)
+        except Exception as exc:
+            raise connection_lost(
+                f"{KIND}: could not resume the session after goAway: {_describe(exc)}"
+            ) from None
+        if session.setup_complete is None:
+            with contextlib.suppress(Exception):
+                await conn.aclose()
+            raise connection_lost(f"{KIND}: resuming after goAway, the server's first message "
+                                  "was not setupComplete")
+        self._attach(conn, session)
+        self._fresh = False  # until the new connection hands out a handle
+        self.resumptions += 1
+        note = (f"{KIND}: session resumed after goAway ({when}) on a new connection, "
+                "from the latest resumption handle")
+        if lost:
+            note += f"; the resumed session does not have {' and '.join(lost)}"
+        log.info("%s", note)
+        self._out.append(ProviderError(ErrorCategory.CONNECTIVITY, note).signal())
+
+    async def _resume_sync(self, *, wait: bool, report: bool) -> None:
+        """Once the new connection is up, send what it must hear and what was held.
+        ``wait``: until then (lockstep); ``report``: raise if the resumption failed."""
+        task = self._resume_task
+        if task is None:
+            return
+        if not task.done():
+            if not wait:
+                return
+            await asyncio.wait({task})
+        if task.cancelled() or task.exception() is not None:
+            if report:
+                self._resume_task = None
+                if task.cancelled():
+                    raise connection_lost(f"{KIND}: session resumption cancelled")
+                exc = task.exception()
+                assert exc is not None
+                raise exc
+            return
+        self._resume_task = None
+        pending, self._resend, held, self._held = self._resend, [], self._held, []
+        for call, kwargs in pending + held:
+            await self._send(call, **kwargs)
+
     # ------------------------------------------------------------------ server events
 
     def _emit(self, event: AgentEvent) -> None:
@@ -443,6 +681,7 @@ class GeminiLiveAdapter:
             self._on_content(msg.server_content)
         if msg.tool_call is not None:
             self._generating = True
+            self._model_acted()
             batch = _ToolBatch(names={})
             for call in msg.tool_call.function_calls:
                 self._call_seq += 1
@@ -453,9 +692,11 @@ class GeminiLiveAdapter:
                 self._batches.append(batch)
         if msg.tool_call_cancellation is not None:
             self._on_cancel(set(msg.tool_call_cancellation.ids))
+        if msg.session_resumption_update is not None:
+            update = msg.session_resumption_update
+            self._on_resumption_update(update.new_handle, bool(update.resumable))
         if msg.go_away is not None:
-            log.warning("%s: the server will end the session in %s", self.name,
-                        msg.go_away.time_left)
+            self._on_go_away(msg.go_away.time_left, msg.go_away.time_left_ms())
         if msg.error is not None:
             self._on_error(msg.error)
 
@@ -497,6 +738,7 @@ class GeminiLiveAdapter:
             ))
             self._generating = self._dropping = False
         if content.model_turn is not None:
+            self._model_acted()
             if self._dropping:
                 self._dropped_at = self._now_ms
             self._start_turn()
@@ -516,6 +758,7 @@ class GeminiLiveAdapter:
                     self._emit(AudioDelta(pcm=out))
         text = content.output_transcription.text if content.output_transcription else None
         if text:
+            self._model_acted()
             self._start_turn()
             if not self._dropping:
                 self._turn_text.append(text)
@@ -556,8 +799,9 @@ class GeminiLiveAdapter:
     async def send_audio(self, frame: Pcm, t_media_ms: int) -> None:
         """Stream every frame at 16 kHz; bracket user speech with activityStart/activityEnd."""
         self.playout.advance(t_media_ms)
-        if self._session is None or self._failed:
+        if self._failed or (self._session is None and self._resume_task is None):
             return
+        await self._resume_sync(wait=False, report=False)
         chunk = self._to_server.push(frame)
         change = self._vad.push(frame)
         if change == "onset":
@@ -591,13 +835,16 @@ class GeminiLiveAdapter:
         self._now_ms = t_media_ms
         self.playout.advance(t_media_ms)
         if not self._failed:
+            # With a lockstep peer, wait for a resumption under way (deterministic runs).
+            await self._resume_sync(wait=self.lockstep is not None, report=True)
             await self._settle()
         else:
             await asyncio.sleep(0)
         if not self._failed:
             arrivals, self._arrivals = self._arrivals, []
             self._arrived.clear()
-            for raw in arrivals:
+            resuming = self._resume_task
+            for index, raw in enumerate(arrivals):
                 try:
                     self._handle(parse_server_message(raw))
                 except UnknownWireEvent as exc:
@@ -610,6 +857,19 @@ class GeminiLiveAdapter:
                     self._fail(ProviderError(ErrorCategory.PROTOCOL, f"{KIND}: {exc}",
                                              fatal=True))
                     break
+                if self._resume_task is not resuming:
+                    # The session resumes from the handle just handled: what the old
+                    # connection sent after it is not part of the resumed session.
+                    if index + 1 < len(arrivals):
+                        log.info("%s: %d messages after the resumption point dropped",
+                                 self.name, len(arrivals) - index - 1)
+                    break
+            go_away = self._go_away
+            if go_away is not None and self._resume_task is None and not self._failed:
+                if self._dropped is not None:
+                    self._begin_resume("when the server closed the connection it announced")
+                elif self._now_ms >= go_away.by_ms - RESUME_MARGIN_MS:
+                    self._begin_resume("before the time left ran out")
         out, self._out = self._out, []
         dropped = self._dropped
         if dropped is not None and not self._failed and not self._arrivals and not out:

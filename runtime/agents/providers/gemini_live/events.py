@@ -7,7 +7,8 @@ google-genai SDK's own ``receive()`` silently strips unknown fields, which would
 drift behind a run that merely looks like a quiet agent.
 
 Client messages are built and sent by the SDK (``send_realtime_input``, ``send_tool_response``),
-so only the server side is modelled here. Kinds the adapter does not act on (usage, resumption,
+so only the server side is modelled here. The top-level kinds are exactly the fields of
+google-genai's ``types.LiveServerMessage``; kinds the adapter does not act on (usage,
 voice-activity signals) are still listed, so that they are recognised and ignored on purpose.
 """
 
@@ -38,6 +39,7 @@ __all__ = [
     "Part",
     "ServerContent",
     "ServerMessage",
+    "SessionResumptionUpdate",
     "SetupComplete",
     "ToolCall",
     "ToolCallCancellation",
@@ -97,14 +99,21 @@ class Transcription(_Wire):
 
 
 class ServerContent(_Wire):
+    """``serverContent`` (google-genai ``LiveServerContent``); the adapter acts on the model's
+    turn, its output transcription, ``interrupted`` and ``turnComplete``. The rest is read and
+    ignored: grounding and URL-context metadata (tools it does not configure) arrive as extra
+    fields and are dropped with them."""
+
     model_turn: Content | None = None
     turn_complete: bool | None = None
     interrupted: bool | None = None
     generation_complete: bool | None = None
     input_transcription: Transcription | None = None
+    interim_input_transcription: Transcription | None = None
     output_transcription: Transcription | None = None
     waiting_for_input: bool | None = None
     turn_complete_reason: str | None = None
+    interaction_status: str | None = None
 
 
 class FunctionCall(_Wire):
@@ -126,7 +135,25 @@ class SetupComplete(_Wire):
 
 
 class GoAway(_Wire):
+    """``goAway`` (``LiveServerGoAway``): the server will terminate this connection once
+    ``timeLeft`` (a protobuf ``Duration`` in JSON, e.g. ``"50s"`` or ``"1.500s"``) has passed."""
+
     time_left: str | None = None
+
+    def time_left_ms(self) -> int | None:
+        """``timeLeft`` in milliseconds; None when absent or not a duration."""
+        match = re.fullmatch(r"\s*(\d+(?:\.\d*)?)s\s*", self.time_left or "")
+        return round(float(match.group(1)) * 1000) if match else None
+
+
+class SessionResumptionUpdate(_Wire):
+    """``sessionResumptionUpdate`` (``LiveServerSessionResumptionUpdate``), sent only when the
+    setup asked for ``sessionResumption``. ``newHandle`` is empty when ``resumable`` is false
+    (while the model generates or runs function calls)."""
+
+    new_handle: str | None = None
+    resumable: bool | None = None
+    last_consumed_client_message_index: int | None = None
 
 
 class ErrorReport(_Wire):
@@ -151,10 +178,10 @@ class ServerMessage(BaseModel):
     tool_call: ToolCall | None = None
     tool_call_cancellation: ToolCallCancellation | None = None
     go_away: GoAway | None = None
+    session_resumption_update: SessionResumptionUpdate | None = None
     error: ErrorReport | None = None
     # Recognised, deliberately not acted on:
     usage_metadata: dict[str, Any] | None = None
-    session_resumption_update: dict[str, Any] | None = None
     voice_activity_detection_signal: dict[str, Any] | None = None
     voice_activity: dict[str, Any] | None = None
 

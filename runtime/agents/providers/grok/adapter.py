@@ -22,7 +22,6 @@ from collections.abc import Mapping
 
 from runtime.agents.base import AgentSessionConfig
 from runtime.agents.providers._openai_style import (
-    ConversationItemTruncate,
     OpenAIStyleAdapter,
     function_tools,
 )
@@ -36,6 +35,7 @@ from runtime.agents.providers.grok.events import (
     PcmFormat,
     SessionAudio,
     SessionUpdate,
+    grok_voice,
 )
 from runtime.audio import SAMPLE_RATE
 
@@ -58,7 +58,7 @@ class GrokAdapter(OpenAIStyleAdapter):
     def session(self, config: AgentSessionConfig) -> SessionUpdate:
         return SessionUpdate(session=GrokSession(
             instructions=config.instructions,
-            voice=config.voice or self.settings.voice or DEFAULT_VOICE,
+            voice=grok_voice(config.voice or self.settings.voice),
             audio=SessionAudio(
                 input=AudioDirection(format=PcmFormat(rate=self.settings.input_rate)),
                 output=AudioDirection(format=PcmFormat(rate=self.settings.output_rate)),
@@ -68,12 +68,6 @@ class GrokAdapter(OpenAIStyleAdapter):
 
     async def start_session(self, config: AgentSessionConfig) -> None:
         await self.handshake(self.session(config))
-
-    async def truncate_item(self, item_id: str, audio_end_ms: int) -> None:
-        await self.send(ConversationItemTruncate(
-            event_id=self.next_id("truncate"), item_id=item_id, content_index=0,
-            audio_end_ms=audio_end_ms,
-        ))
 
 
 def make_adapter(model: str | None, env: Mapping[str, str]) -> GrokAdapter:

@@ -26,6 +26,17 @@ from runtime.agents.providers._openai_style import (
 )
 
 DEFAULT_VOICE = "Ara"
+VOICES: tuple[str, ...] = ("Ara", "Rex", "Sal", "Eve", "Leo")
+"""xAI's documented voice names. The paper (D.2) writes ``xai_ara``; the wire takes ``Ara``."""
+
+
+def grok_voice(requested: str | None) -> str:
+    """The wire name of a voice: a documented name in any case, or with the ``xai_`` prefix the
+    paper uses, becomes the documented spelling; other names pass through (xAI adds voices)."""
+    if not requested:
+        return DEFAULT_VOICE
+    bare = requested.removeprefix("xai_").removeprefix("XAI_")
+    return next((v for v in VOICES if v.lower() == bare.lower()), requested)
 RATES: tuple[int, ...] = (8_000, 16_000, 22_050, 24_000, 32_000, 44_100, 48_000)
 """Sample rates xAI accepts for ``audio/pcm``; the adapter defaults to the runtime's 24 kHz."""
 
@@ -73,7 +84,6 @@ CATALOG = Catalog("grok", {
         "conversation.item.input_audio_transcription.completed",
         "input_audio_buffer.speech_stopped", "input_audio_buffer.committed",
         "input_audio_buffer.cleared",
-        "response.output_item.added", "response.output_item.done",
         "response.content_part.added", "response.content_part.done",
         "response.output_text.delta", "response.output_text.done",
         "response.function_call_arguments.delta",

@@ -20,7 +20,6 @@ from collections.abc import Mapping
 
 from runtime.agents.base import AgentSessionConfig
 from runtime.agents.providers._openai_style import (
-    ConversationItemTruncate,
     OpenAIStyleAdapter,
     function_tools,
 )
@@ -42,7 +41,8 @@ from runtime.agents.providers.openai_realtime.events import (
 )
 
 KIND = "openai-realtime"
-DEFAULT_MODEL = "gpt-realtime"
+DEFAULT_MODEL = "gpt-realtime-2.1"
+"""GPT-realtime-2.1 (paper §5), a model id of the ``openai`` SDK's realtime types."""
 DEFAULT_URL = "wss://api.openai.com/v1/realtime"
 URL_ENV = "APEX_OPENAI_REALTIME_URL"
 KEY_ENV = "OPENAI_API_KEY"
@@ -66,12 +66,6 @@ class OpenAIRealtimeAdapter(OpenAIStyleAdapter):
 
     async def start_session(self, config: AgentSessionConfig) -> None:
         await self.handshake(self.session(config))
-
-    async def truncate_item(self, item_id: str, audio_end_ms: int) -> None:
-        await self.send(ConversationItemTruncate(
-            event_id=self.next_id("truncate"), item_id=item_id, content_index=0,
-            audio_end_ms=audio_end_ms,
-        ))
 
 
 def make_adapter(model: str | None, env: Mapping[str, str]) -> OpenAIRealtimeAdapter:

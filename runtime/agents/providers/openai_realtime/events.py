@@ -100,7 +100,6 @@ CATALOG = Catalog("openai-realtime", {
         "output_audio_buffer.started", "output_audio_buffer.stopped",
         "output_audio_buffer.cleared",
         "rate_limits.updated",
-        "response.output_item.added", "response.output_item.done",
         "response.content_part.added", "response.content_part.done",
         "response.output_text.delta", "response.output_text.done",
         "response.function_call_arguments.delta",

@@ -20,11 +20,17 @@ from runtime.agents.providers._openai_style import (
     OpenAIStyleAdapter,
     function_tools,
 )
-from runtime.agents.providers._realtime import ProviderSettings, settings_from_env, with_query
+from runtime.agents.providers._realtime import (
+    ProviderSettings,
+    clamp_voice,
+    settings_from_env,
+    with_query,
+)
 from runtime.agents.providers.stepfun.events import (
     CATALOG,
     DEFAULT_VOICE,
     RATE,
+    STEP_AUDIO_2_VOICES,
     SessionUpdate,
     StepFunSession,
 )
@@ -32,7 +38,8 @@ from runtime.agents.scripted import EnergyVAD
 from runtime.audio import Pcm
 
 KIND = "stepfun"
-DEFAULT_MODEL = "step-audio-2"
+DEFAULT_MODEL = "stepaudio-3-realtime-preview"
+"""Step-Audio3 (paper §5); the realtime model id of StepFun's StepAudio 3 Realtime page."""
 DEFAULT_URL = "wss://api.stepfun.ai/v1/realtime"
 URL_ENV = "APEX_STEPFUN_URL"
 KEY_ENV = "STEPFUN_API_KEY"
@@ -43,6 +50,7 @@ class StepFunAdapter(OpenAIStyleAdapter):
     catalog = CATALOG
     server_vad = False
     cancel_on_barge_in = True
+    truncates = False
 
     def __init__(self, settings: ProviderSettings) -> None:
         super().__init__(settings)
@@ -55,9 +63,16 @@ class StepFunAdapter(OpenAIStyleAdapter):
     def session(self, config: AgentSessionConfig) -> SessionUpdate:
         return SessionUpdate(session=StepFunSession(
             instructions=config.instructions,
-            voice=config.voice or self.settings.voice or DEFAULT_VOICE,
+            voice=self.voice(config.voice or self.settings.voice),
             tools=function_tools(config.tools),
         ))
+
+    def voice(self, requested: str | None) -> str:
+        """step-audio-2 models take only two voices: clamp to them (a refused session would
+        lose the tools); other models get the requested voice."""
+        if self.settings.model.startswith("step-audio-2"):
+            return clamp_voice(KIND, requested, STEP_AUDIO_2_VOICES, DEFAULT_VOICE)
+        return requested or DEFAULT_VOICE
 
     async def start_session(self, config: AgentSessionConfig) -> None:
         await self.handshake(self.session(config))

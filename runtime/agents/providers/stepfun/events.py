@@ -4,8 +4,10 @@ StepFun follows the OpenAI realtime *beta* protocol: event names ``response.audi
 ``response.audio_transcript.delta``/``.done``, a flat session with ``modalities``,
 ``input_audio_format``/``output_audio_format`` (``pcm16``: mono 24 kHz PCM16LE) and
 OpenAI-style function definitions in ``tools``. Server turn detection is off by default, so
-the client commits the input buffer and asks for each response itself. Types outside the
-catalog raise a protocol error (StepFun documents no forward-compatible extras).
+the client commits the input buffer and asks for each response itself. As in the beta
+protocol, ``response.function_call_arguments.done`` carries no function name (the shared
+adapter takes it from the call's output item). Types outside the catalog raise a protocol
+error in strict mode (StepFun documents no forward-compatible extras).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from runtime.agents.providers._openai_style import (
 )
 
 DEFAULT_VOICE = "qingchunshaonv"
+STEP_AUDIO_2_VOICES: tuple[str, ...] = ("qingchunshaonv", "wenrounansheng")
+"""The voices step-audio-2 models accept on the realtime API (others are refused with a 400);
+other StepFun models take any voice id of the account's voice list."""
 RATE = 24_000
 
 
@@ -57,10 +62,12 @@ CATALOG = Catalog("stepfun", {
         "conversation.item.input_audio_transcription.failed",
         "input_audio_buffer.committed", "input_audio_buffer.cleared",
         "input_audio_buffer.speech_stopped",
-        "response.output_item.added", "response.output_item.done",
         "response.content_part.added", "response.content_part.done",
         "response.text.delta", "response.text.done",
         "response.function_call_arguments.delta",
         "rate_limits.updated",
+        # StepFun's reasoning models stream their thinking before they speak (StepFun's own
+        # Step-Realtime-Console, src/lib/openai-realtime-api-beta/lib/conversation.js):
+        "response.thinking.delta", "response.thinking.done",
     ),
 })
