@@ -292,3 +292,21 @@ def test_stepfun_clamps_voices_only_for_step_audio_2(model: str, asked: str | No
 
     env = {"STEPFUN_API_KEY": "k"} | ({"APEX_STEPFUN_VOICE": asked} if asked else {})
     assert make_adapter(model, env).session(CONFIG).session.voice == wire
+
+
+async def test_a_transcript_done_without_its_text_uses_the_deltas() -> None:
+    """pipecat models xAI's ``response.output_audio_transcript.done`` without ``transcript``."""
+    from runtime.agents.base import TranscriptDone
+    from runtime.agents.providers.grok import make_adapter
+
+    adapter = make_adapter(None, {"XAI_API_KEY": "k"})
+    part = {"response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0}
+    for raw in (
+        {"type": "response.output_audio_transcript.delta", "delta": "Hello ", **part},
+        {"type": "response.output_audio_transcript.delta", "delta": "there.", **part},
+        {"type": "response.output_audio_transcript.done", **part},
+        {"type": "response.output_audio_transcript.done", **part, "transcript": "Given."},
+    ):
+        await adapter.handle(adapter.parse(json.dumps(raw)))
+    done = [e for e in await adapter.poll(0) if isinstance(e, TranscriptDone)]
+    assert done == [TranscriptDone("Hello there."), TranscriptDone("Given.")]

@@ -143,7 +143,9 @@ class TranscriptDeltaEvent(WireEvent):
 class TranscriptDoneEvent(WireEvent):
     response_id: str = ""
     item_id: str = ""
-    transcript: str
+    transcript: str | None = None
+    """Absent in xAI's event as pipecat models it (``src/pipecat/services/xai/realtime/
+    events.py``): the adapter then uses the item's deltas."""
 
 
 class FunctionCallArgumentsDone(WireEvent):
@@ -324,6 +326,8 @@ class OpenAIStyleAdapter(GatedRealtimeAdapter):
         self._response_id = ""
         self._muted: set[str] = set()
         """Responses interrupted by a barge-in: their remaining audio is dropped."""
+        self._spoken: dict[str, list[str]] = {}
+        """Transcript deltas per item, for a ``transcript.done`` that carries no text."""
         self._audio_response: dict[str, str] = {}
         """Audio item id → response id, for muting the item that was playing."""
         self._last_audio_item = ""
@@ -427,10 +431,13 @@ class OpenAIStyleAdapter(GatedRealtimeAdapter):
                 self.flush_audio(event.item_id)
         elif isinstance(event, TranscriptDeltaEvent):
             if event.response_id not in self._muted:
+                self._spoken.setdefault(event.item_id, []).append(event.delta)
                 self.emit(TranscriptDelta(text=event.delta))
         elif isinstance(event, TranscriptDoneEvent):
+            deltas = self._spoken.pop(event.item_id, [])
             if event.response_id not in self._muted:
-                self.emit(TranscriptDone(text=event.transcript))
+                text = event.transcript if event.transcript is not None else "".join(deltas)
+                self.emit(TranscriptDone(text=text))
         elif isinstance(event, OutputItemEvent):
             item = event.item
             if item.type == "function_call" and item.call_id and item.name:
