@@ -151,3 +151,30 @@ async def test_a_backend_response_without_a_terminal_event_is_still_continued(
     assert [e for _, e in of(events, TranscriptDone)] == [TranscriptDone(SHORT)]
     assert not [m for m in live._fake().emitted
                 if m.get("event", {}).get("type") == "response.completed"]
+
+
+async def test_every_documented_event_is_accepted_in_strict_mode() -> None:
+    """Each type of the SDK's ``live.ServerEvent`` union the adapter ignores, and each
+    Responses stream type inside ``response.event``, ends nothing (strict mode: an unknown
+    type would fail the adapter)."""
+    import json
+
+    from runtime.agents.base import AgentErrorSignal
+    from runtime.agents.providers._openai_style import Ignored
+    from runtime.agents.providers.gpt_live import make_adapter
+    from runtime.agents.providers.gpt_live.events import CATALOG, NESTED, NestedEvent
+
+    adapter = make_adapter(None, {"OPENAI_API_KEY": "k"})
+    top = [t for t, model in CATALOG.models.items() if model is Ignored]
+    inner = [t for t, model in NESTED.items() if model is NestedEvent]
+    assert len(top) >= 15 and len(inner) >= 40
+    for kind in top:
+        await adapter.handle(adapter.parse(json.dumps({"type": kind, "event_id": "e"})))
+    for kind in inner:
+        await adapter.handle(adapter.parse(json.dumps(
+            {"type": "response.event", "event_id": "e", "event": {"type": kind}})))
+    out = await adapter.poll(0)
+    assert not [e for e in out if isinstance(e, AgentErrorSignal)] and not adapter.failed
+    with pytest.raises(Exception, match="telepathy"):
+        await adapter.handle(adapter.parse(json.dumps(
+            {"type": "response.event", "event_id": "e", "event": {"type": "telepathy"}})))
