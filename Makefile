@@ -67,6 +67,7 @@ bench: setup
 	$(BIN)/python bench/bench_adapters.py
 	$(BIN)/python bench/bench_speech.py
 	$(BIN)/python bench/bench_webapp.py
+	$(BIN)/python bench/bench_web_load.py
 	$(BIN)/python bench/bench_baseline.py
 	$(BIN)/python bench/bench_live.py
 

@@ -339,30 +339,45 @@ def report(campaign_dir: Path, as_json: bool, html_file: Path | None, judge_kind
 @click.option("--port", default=None, type=int, help="Port (default 8000).")
 @click.option("--demo-runs/--no-demo-runs", default=True, show_default=True,
               help="On first start, run the bundled oracles into DATA/runs/demo for replay.")
-def serve(host: str | None, port: int | None, demo_runs: bool) -> None:
+@click.option("--init-db", is_flag=True,
+              help="Start with an empty database in place of an empty, missing or damaged one "
+                   "(the old file is kept aside as apex.db.<state>-<time>); refused when the "
+                   "database is healthy.")
+def serve(host: str | None, port: int | None, demo_runs: bool, init_db: bool) -> None:
     """Start the web app (settings from APEX_* environment variables; see docs/webapp.md)."""
     import secrets
 
     import uvicorn
+    from pydantic import ValidationError
     from sqlmodel import Session, select
 
     from app.auth import create_user
+    from app.db import DatabaseRefused
     from app.models import User
     from app.settings import Settings
     from app.web import create_app
 
-    settings = Settings()
+    try:
+        settings = Settings(init_db=True) if init_db else Settings()
+    except ValidationError as exc:
+        _fail("; ".join(str(e.get("msg", "")).removeprefix("Value error, ")
+                        for e in exc.errors()))
     host = host or settings.host
     port = port or settings.port
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except DatabaseRefused as exc:
+        _fail(str(exc))
     with Session(app.state.engine) as session:
         first = session.exec(select(User)).first() is None
         if first:
             password = secrets.token_urlsafe(12)
             create_user(session, "researcher", password)
             note = settings.data_dir / "initial-password.txt"
-            note.write_text(f"researcher\n{password}\n", encoding="utf-8")
-            note.chmod(0o600)
+            note.unlink(missing_ok=True)
+            fd = os.open(note, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(f"researcher\n{password}\n")
     demo_dir = settings.runs_dir / "demo"
     if demo_runs and not demo_dir.exists():
         from runtime.campaign import run_campaign
@@ -394,7 +409,7 @@ def user_create(username: str, password_stdin: bool) -> None:
     from sqlmodel import Session
 
     from app.auth import UserError, create_user
-    from app.db import make_engine, migrate
+    from app.db import DatabaseRefused, open_database
     from app.settings import Settings
 
     if password_stdin:
@@ -402,8 +417,10 @@ def user_create(username: str, password_stdin: bool) -> None:
     else:
         password = click.prompt("Password", hide_input=True, confirmation_prompt=True)
     settings = Settings()
-    engine = make_engine(settings.db_url())
-    migrate(engine)
+    try:
+        engine = open_database(settings)
+    except DatabaseRefused as exc:
+        _fail(str(exc))
     with Session(engine) as session:
         try:
             create_user(session, username, password)

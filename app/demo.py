@@ -35,6 +35,7 @@ from runtime.bank import BankPlayer
 from runtime.campaign import AgentFactory, AgentSpecError, parse_agent_spec
 from runtime.events import Event
 from runtime.orchestrator import ClockMode, Orchestrator
+from runtime.recovery import recover_run
 from runtime.simulator import FrozenSimulator
 from runtime.spec import TaskSpec
 
@@ -236,6 +237,8 @@ class DemoSession:
         except Exception as exc:  # any failure ends this session only, with its message
             log.exception("demo %s failed", self.id)
             state, detail = "failed", f"{type(exc).__name__}: {exc}"
+            with contextlib.suppress(Exception):  # a log left open: closed as infrastructure
+                recover_run(self.run_dir, f"harness error: {detail}")
         if (self.run_dir / "events.jsonl").is_file():
             try:
                 self.grade = grade_run_dir(self.run_dir, {self.task.id: self.task})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from sqlmodel import Session
 
 from app.settings import Settings
@@ -22,7 +22,14 @@ def get_session(request: Request) -> Iterator[Session]:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-SessionDep = Annotated[Session, Depends(get_session)]
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
+"""A database session for the route function only: closed (its connection back in the pool)
+when the route returns, before the response is sent, so an event stream or a slow download
+never holds a connection."""
+
+MAX_DB_ID = 2**31 - 1
+DbId = Annotated[int, Path(ge=1, le=MAX_DB_ID)]
+"""A row id in a URL: a number no id column can hold is a page that does not exist (404)."""
 
 
 def is_htmx(request: Request) -> bool:

@@ -29,10 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
-import os
-import struct
 import threading
 import time
 from collections import deque
@@ -42,7 +39,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-import soundfile as sf
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
@@ -62,15 +58,19 @@ from runtime.agents.base import InfrastructureError
 from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm
 from runtime.campaign import AgentFactory
 from runtime.events import (
-    EVENT_ADAPTER,
     AgentSpeechStart,
     AgentTranscript,
     AgentTruncated,
     Event,
     SessionEnd,
-    read_events,
 )
 from runtime.orchestrator import ClockMode, Orchestrator, RunResult
+from runtime.recovery import (  # noqa: F401  (repair_wav_header: re-exported for callers)
+    finished_run,
+    recover_runs,
+    repair_run_dir,
+    repair_wav_header,
+)
 from runtime.simulator import UserSource
 from runtime.spec import TaskSpec
 
@@ -751,6 +751,15 @@ class LiveCallManager:
 
     async def open(self, plan: CallPlan, probes: CallProbes | None = None) -> LiveCall:
         """The call of ``plan.key``, created (not started) on first use."""
+        root = self.runs_dir.resolve()
+        try:
+            inside = root in plan.run_dir.resolve().parents
+        except (ValueError, OSError):
+            inside = False
+        if not inside:  # checked where the path is used: a run never writes elsewhere
+            log.error("live call %s: run directory %r is outside %s; refused", plan.key,
+                      str(plan.run_dir), root)
+            raise LiveCallError("this session cannot run; please tell the researcher")
         lock = self._opening.setdefault(plan.key, asyncio.Lock())
         async with lock:
             call = self.calls.get(plan.key)
@@ -887,115 +896,12 @@ class BankRobot:
 # --------------------------------------------------------------------------- crash recovery
 
 
-def repair_wav_header(path: Path) -> bool:
-    """Make a PCM WAV whose writer was killed readable by every reader: set the RIFF and
-    ``data`` chunk sizes from the file's length (libsndfile writes them at close; after a
-    crash they may say 0) and drop a partial last sample frame. True if anything changed."""
-    with path.open("r+b") as fh:
-        head = fh.read(12)
-        if len(head) < 12 or head[:4] != b"RIFF" or head[8:12] != b"WAVE":
-            return False
-        size = fh.seek(0, os.SEEK_END)
-        pos, block = 12, 0
-        while pos + 8 <= size:
-            fh.seek(pos)
-            chunk_id, chunk_len = struct.unpack("<4sI", fh.read(8))
-            if chunk_id == b"fmt ":
-                fmt = fh.read(min(chunk_len, 16))
-                if len(fmt) >= 14:
-                    block = struct.unpack("<H", fmt[12:14])[0]
-            if chunk_id == b"data":
-                data_start = pos + 8
-                avail = size - data_start
-                if block > 1:
-                    avail -= avail % block
-                changed = False
-                if data_start + avail < size:
-                    fh.truncate(data_start + avail)
-                    size, changed = data_start + avail, True
-                if chunk_len != avail:
-                    fh.seek(pos + 4)
-                    fh.write(struct.pack("<I", avail))
-                    changed = True
-                fh.seek(4)
-                riff = struct.unpack("<I", fh.read(4))[0]
-                if riff != size - 8:
-                    fh.seek(4)
-                    fh.write(struct.pack("<I", size - 8))
-                    changed = True
-                return changed
-            pos += 8 + chunk_len + (chunk_len & 1)
-    return False
-
-
-def _trace_ms(path: Path) -> int:
-    """Media length of a (repaired) trace; 0 when it cannot be read."""
-    try:
-        info = sf.info(str(path))
-    except (sf.LibsndfileError, RuntimeError, OSError):
-        return 0
-    return int(info.frames * 1000 // max(1, info.samplerate))
-
-
-def repair_run_dir(run_dir: Path, detail: str, *, status: str = "incomplete") -> bool:
-    """Leave an interrupted run directory readable and gradable: the trace's WAV header
-    repaired, a ``session.end`` (``infrastructure_error`` with ``detail``) appended to an event
-    log that has none, and ``meta.json`` marked ``status`` with its end reason. Everything
-    received before the interruption stays as it was. False if there is no run here."""
-    events_path = run_dir / "events.jsonl"
-    meta_path = run_dir / "meta.json"
-    if not events_path.is_file() and not meta_path.is_file():
-        return False
-    trace = run_dir / "trace.wav"
-    if trace.is_file():
-        try:
-            repair_wav_header(trace)
-        except OSError:
-            log.exception("could not repair %s", trace)
-    media_ms = _trace_ms(trace) if trace.is_file() else 0
-    if events_path.is_file():
-        read = read_events(events_path)
-        last_seq = max((e.seq for e in read.events), default=0)
-        media_ms = max([media_ms, *(e.t_media_ms for e in read.events)])
-        if not any(e.type == "session.end" for e in read.events):
-            end = SessionEnd(reason="infrastructure_error", failure_class="infrastructure",
-                             detail=detail, seq=last_seq + 1, t_media_ms=media_ms,
-                             t_wall=round(time.time(), 6))
-            raw = events_path.read_bytes()
-            with events_path.open("a", encoding="utf-8") as fh:
-                if raw and not raw.endswith(b"\n"):
-                    fh.write("\n")  # a line cut by the crash stays on its own (unreadable) line
-                fh.write(EVENT_ADAPTER.dump_json(end).decode() + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
-    meta: dict[str, Any] = {}
-    if meta_path.is_file():
-        with contextlib.suppress(OSError, json.JSONDecodeError):
-            loaded = json.loads(meta_path.read_text(encoding="utf-8"))
-            if isinstance(loaded, dict):
-                meta = loaded
-    if meta_path.is_file() or meta:
-        meta.update({"status": status, "end_reason": "infrastructure_error",
-                     "failure_class": "infrastructure", "media_ms": media_ms,
-                     "recovered": detail})
-        tmp = meta_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        tmp.replace(meta_path)
-    return True
-
-
-def _finished_run(run_dir: Path) -> bool:
-    try:
-        meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return False
-    return isinstance(meta, dict) and meta.get("status") == "complete"
-
-
 def recover_interrupted(engine: Engine, runs_dir: Path) -> list[int]:
     """At server start: every session still ``running`` was cut off by a stop of the server.
     Mark it ``incomplete`` (with a detail saying so) and repair its run directory so it reads
-    and grades. Returns the session ids recovered."""
+    and grades. Then every other half-written run under ``runs_dir`` (live demos, campaigns)
+    is repaired the same way (:func:`runtime.recovery.recover_runs`; runs still being written
+    by a live process are left alone). Returns the session ids recovered."""
     recovered: list[int] = []
     with Session(engine) as db:
         rows = db.exec(select(LiveSession).where(col(LiveSession.state) == "running")).all()
@@ -1004,7 +910,7 @@ def recover_interrupted(engine: Engine, runs_dir: Path) -> list[int]:
             run_dir = (runs_dir / row.run_dir).resolve() if row.run_dir else None
             if run_dir is not None and runs_dir.resolve() not in run_dir.parents:
                 run_dir = None
-            if run_dir is not None and _finished_run(run_dir):
+            if run_dir is not None and finished_run(run_dir):
                 # The run ended on its own just before the stop; only its row was behind.
                 state, detail = "complete", "the run had finished; recorded at start-up"
             elif run_dir is not None:
@@ -1023,4 +929,5 @@ def recover_interrupted(engine: Engine, runs_dir: Path) -> list[int]:
     for key in recovered:
         log.warning("Study B session %s was running when the server stopped: marked "
                     "incomplete", key)
+    recover_runs(runs_dir)
     return recovered

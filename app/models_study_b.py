@@ -55,6 +55,10 @@ class Participant(SQLModel, table=True):
     external_pid: str | None = Field(default=None, max_length=128)
     external_study_id: str | None = Field(default=None, max_length=128)
     external_session_id: str | None = Field(default=None, max_length=128)
+    claimed_at: datetime | None = None
+    """When the shared join link last handed this place to an external id; such a claim
+    expires (the place goes to the next newcomer, with a new token) when the participant has
+    not answered the consent page within ``join_claim_expiry_minutes``."""
     consent: str = Field(default="pending", max_length=16)
     """``pending``, ``given`` or ``declined``."""
     consent_at: datetime | None = None

@@ -6,7 +6,7 @@ import os
 import secrets
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runtime.spec import default_tasks_dir
@@ -32,6 +32,39 @@ class Settings(BaseSettings):
     port: int = 8000
     secure_cookies: bool = False
     """Set true behind HTTPS so session cookies are never sent in clear text."""
+    session_idle_minutes: float = Field(default=120.0, gt=0)
+    """A researcher's session ends after this long without a request (checked on the server)."""
+    session_max_hours: float = Field(default=12.0, gt=0)
+    """A researcher's session ends this long after login, however active."""
+    login_account_limit: str = "10/15 minutes"
+    """Failed logins allowed per account (any client) in the window; then the account's logins
+    are refused (429) until the window has room again."""
+    login_client_limit: str = "30/15 minutes"
+    """Failed logins allowed per client address (any account) in the window."""
+    join_claim_expiry_minutes: float = Field(default=60.0, gt=0)
+    """A Study B place claimed through the shared join link is handed on to the next newcomer
+    when its participant has not answered the consent page within this time."""
+    join_link_limit: str = "60/minute"
+    """New places a study's shared join link may hand out in the window (all clients)."""
+    join_client_limit: str = "3/hour"
+    """New places one client address may claim through shared join links in the window."""
+    init_db: bool = False
+    """Start with an empty database in place of an empty, missing or damaged one (the damaged
+    file is kept aside); refused when the database is healthy. ``apex-voice serve --init-db``."""
+
+    @field_validator("login_account_limit", "login_client_limit", "join_link_limit",
+                     "join_client_limit")
+    @classmethod
+    def _rate(cls, value: str, info: ValidationInfo) -> str:
+        from limits import parse
+
+        try:
+            parse(value)
+        except ValueError:
+            raise ValueError(
+                f"{info.field_name} = {value!r} is not a rate limit; write it as COUNT/PERIOD, "
+                "e.g. '10/15 minutes', '3/hour' or '60/minute'") from None
+        return value
 
     @property
     def runs_dir(self) -> Path:

@@ -13,7 +13,6 @@ value, a grader, a required action or the reference trajectory by accident.
 
 from __future__ import annotations
 
-import csv
 import io
 import random
 import re
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import soundfile as sf
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
@@ -32,6 +32,7 @@ from sqlmodel import Session, col, select
 from app.models import _now
 from app.models_study_a import Annotator, StudyA, StudyAItem
 from app.models_study_a import Rating as RatingRow
+from runtime import csv_safe
 from runtime.spec import TaskSpec, UserPlan
 from study_protocols import agreement
 from study_protocols.study_a import SamplingError, annotator_order, sample_study_a
@@ -60,8 +61,16 @@ AUDIO_FORMATS: dict[str, tuple[str, frozenset[str]]] = {
     ".flac": ("audio/flac", frozenset({"audio/flac", "audio/x-flac"})),
 }
 """Calibration audio: extension → (the type it is served as, the upload types accepted).
-``application/octet-stream`` (what some browsers send for any file) is also accepted; the
-file's first bytes must then match the extension."""
+``application/octet-stream`` (what some browsers send for any file) is also accepted. Whatever
+the type, the file's first bytes must match the extension and the whole file must decode as
+that format (:func:`check_audio_upload`)."""
+DECODED_FORMATS = {".wav": {"WAV", "WAVEX"}, ".ogg": {"OGG"}, ".oga": {"OGG"},
+                   ".opus": {"OGG"}, ".mp3": {"MP3"}, ".flac": {"FLAC"}}
+"""The container libsndfile must find in a file of each extension."""
+UPLOAD_HEADERS = {"Content-Security-Policy": "default-src 'none'; sandbox",
+                  "Content-Disposition": "inline"}
+"""Served audio (uploads included): were a browser ever to open it as a page, it would run
+nothing (and ``nosniff``, on every response, keeps it audio)."""
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,31}$")
 
@@ -368,7 +377,35 @@ def check_audio_upload(filename: str, content_type: str, data: bytes) -> str:
     if not _looks_like(ext, data[:16]):
         raise StudyAError(f"audio file {filename!r} does not start like a {ext} file; "
                           "export it again as WAV, Ogg/Opus, MP3 or FLAC")
+    _check_decodes(filename, ext, data)
     return ext
+
+
+def _check_decodes(filename: str, ext: str, data: bytes) -> None:
+    """Decode the whole file (libsndfile, through soundfile): :class:`StudyAError` when it is
+    not audio of its extension's format, holds no samples, fails part-way, or (WAV) carries
+    bytes after the end of its RIFF chunk, where anything (a web page) could hide."""
+    redo = "; export it again as WAV, Ogg/Opus, MP3 or FLAC"
+    try:
+        with sf.SoundFile(io.BytesIO(data)) as fh:
+            container = str(fh.format)
+            frames = 0
+            for block in fh.blocks(blocksize=1 << 16, dtype="int16", always_2d=True):
+                frames += len(block)
+    except (RuntimeError, ValueError, TypeError, EOFError) as exc:  # soundfile: RuntimeError
+        reason = getattr(exc, "error_string", "") or type(exc).__name__
+        raise StudyAError(f"audio file {filename!r} cannot be decoded as {ext} audio "
+                          f"({reason}){redo}") from None
+    if container not in DECODED_FORMATS[ext]:
+        raise StudyAError(f"audio file {filename!r} is {container} audio, not {ext}{redo}")
+    if frames == 0:
+        raise StudyAError(f"audio file {filename!r} holds no audio samples{redo}")
+    if ext == ".wav":
+        end = 8 + int.from_bytes(data[4:8], "little")
+        extra = len(data) - end - (end % 2)
+        if extra > 0:
+            raise StudyAError(f"audio file {filename!r} has {extra} bytes after the end of its "
+                              f"audio{redo}")
 
 
 def add_calibration_item(
@@ -689,7 +726,7 @@ def ratings_csv(ratings: Sequence[agreement.Rating]) -> str:
     """The raw ratings CSV (DESIGN §4 columns, item_id = item key) with the ``calibration``
     column always present; :func:`study_protocols.agreement.read_ratings_csv` reads it."""
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csv_safe.writer(buf, lineterminator="\n")
     writer.writerow([*agreement.RATING_COLUMNS, "calibration"])
 
     def cell(v: int | None) -> str:
@@ -708,7 +745,7 @@ def comments_csv(session: Session, study: StudyA) -> str:
     items = {i.id: i for i in study_items(session, study.id)}
     people = {a.id: a for a in study_annotators(session, study.id)}
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
+    writer = csv_safe.writer(buf, lineterminator="\n")
     writer.writerow(["item_id", "task_id", "annotator_id", "calibration", "updated_at",
                      "comment"])
     rows = session.exec(select(RatingRow).where(col(RatingRow.annotator_id).in_(list(people)))

@@ -11,21 +11,25 @@ Run data never enters the database: a session's outcome is graded from its run d
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import CursorResult, update
+from sqlalchemy import ColumnElement, CursorResult, update
 from sqlmodel import Session, col, select
 
 from app.demo import AgentChoice, agent_choices
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.runindex import grade_cached
+from app.security import public_text
 from grading.gates import RunDirError, RunGrade
 from runtime.campaign import AgentSpecError, parse_agent_spec
 from runtime.spec import TaskSpec
@@ -303,9 +307,32 @@ def regenerate(db: Session, study: StudyB, seed: int) -> StudyBPlan:
 # --------------------------------------------------------------------------- launch
 
 
+_PLAIN_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def path_part(text: str) -> str:
+    """``text`` as one folder name that stays inside its parent: ``text`` itself when it is
+    plain (letters, digits, ``_``, ``-``, ``.``, not starting with a dot, at most 64
+    characters), otherwise its plain characters followed by a hash of the whole text (two
+    different texts never share a folder). Participant labels and task ids go through this
+    before they are ever part of a path."""
+    if _PLAIN_PART.fullmatch(text):
+        return text
+    plain = re.sub(r"[^A-Za-z0-9_-]+", "_", text).strip("_")[:40] or "x"
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{plain}-{digest}"
+
+
 def session_run_rel(study_id: int, label: str, position: int, task_id: str) -> str:
-    """Where a participant session's run directory lives, relative to the runs directory."""
-    return f"{RUNS_SUBDIR}/{study_id}/{label}/{position}-{task_id}"
+    """Where a participant session's run directory lives, relative to the runs directory:
+    ``study-b/<study>/<label>/<position>-<task>``, each part made safe by :func:`path_part`
+    (a label or task id is never trusted as a path)."""
+    rel = (f"{RUNS_SUBDIR}/{int(study_id)}/{path_part(label)}/"
+           f"{int(position)}-{path_part(task_id)}")
+    parts = PurePosixPath(rel).parts
+    if len(parts) != 4 or any(p in ("", ".", "..") or "\x00" in p for p in parts):
+        raise ValueError(f"unsafe run directory {rel!r} for participant {label!r}")
+    return rel
 
 
 def launch(db: Session, study: StudyB) -> list[Participant]:
@@ -363,35 +390,74 @@ class StudyFull(Exception):
     """Every participant of the study has been claimed."""
 
 
+def _utc(moment: datetime) -> datetime:
+    """SQLite hands datetimes back without their zone; they were stored in UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def holder_of(db: Session, study: StudyB, external_pid: str) -> Participant | None:
+    """The participant of ``study`` whose place ``external_pid`` holds, if any."""
+    return db.exec(select(Participant).where(Participant.study_id == study.id,
+                                             Participant.external_pid == external_pid)).first()
+
+
 def claim_participant(db: Session, study: StudyB, external_pid: str,
-                      study_ref: str | None = None, session_ref: str | None = None,
+                      study_ref: str | None = None, session_ref: str | None = None, *,
+                      expire_after: timedelta | None = None, now: datetime | None = None,
                       ) -> Participant:
     """The participant for ``external_pid`` in ``study``: the one it claimed before, or the
-    next unclaimed one (lowest label, no external id, consent still pending), claimed with a
-    conditional update so two people arriving at once never get the same participant."""
+    next free one, claimed with a conditional update so two people arriving at once never get
+    the same participant. Free: never claimed (lowest label first, no external id, consent
+    still pending), then, with ``expire_after``, places the shared link handed out longer ago
+    than that whose participant never answered the consent page (oldest claim first). An
+    expired place gets a new token, so the link its previous claimant was sent opens nothing."""
     assert study.id is not None
-    known = db.exec(select(Participant).where(Participant.study_id == study.id,
-                                              Participant.external_pid == external_pid)).first()
+    known = holder_of(db, study, external_pid)
     if known is not None:
         return known
-    free = db.exec(select(Participant).where(
-        Participant.study_id == study.id, col(Participant.external_pid).is_(None),
-        Participant.consent == "pending").order_by(col(Participant.label))).all()
-    for person in free:
+    now = now or datetime.now(UTC)
+    # A snapshot of the candidates as plain values: each update below commits, after which the
+    # ORM objects would reload what other claimants wrote meanwhile.
+    pending = [(p.id, p.external_pid, p.token, p.claimed_at) for p in db.exec(
+        select(Participant).where(Participant.study_id == study.id,
+                                  Participant.consent == "pending")
+        .order_by(col(Participant.label))).all()]
+    free = [c for c in pending if c[1] is None]
+    if expire_after is not None:
+        cutoff = now - expire_after
+        free += sorted((c for c in pending if c[1] is not None and c[3] is not None
+                        and _utc(c[3]) <= cutoff), key=lambda c: _utc(c[3] or now))
+    for person_id, holder, token, _ in free:
+        values: dict[str, Any] = {"external_pid": external_pid, "external_study_id": study_ref,
+                                  "external_session_id": session_ref, "claimed_at": now}
+        held = col(Participant.external_pid)
+        still_free: ColumnElement[bool]
+        if holder is None:
+            still_free = held.is_(None)
+        else:  # an expired claim: taken over only as it was (same claimant, same token)
+            still_free = held == holder
+            values["token"] = secrets.token_urlsafe(TOKEN_BYTES)
         claimed: CursorResult[Any] = db.execute(  # type: ignore[assignment]
             update(Participant)
-            .where(col(Participant.id) == person.id, col(Participant.external_pid).is_(None))
-            .values(external_pid=external_pid, external_study_id=study_ref,
-                    external_session_id=session_ref))
+            .where(col(Participant.id) == person_id, still_free,
+                   col(Participant.token) == token, col(Participant.consent) == "pending")
+            .values(**values).execution_options(synchronize_session=False))
         db.commit()
         if claimed.rowcount == 1:
+            person = db.get(Participant, person_id)
+            assert person is not None
             db.refresh(person)
             return person
-        again = db.exec(select(Participant).where(Participant.study_id == study.id,
-                                                  Participant.external_pid == external_pid)).first()
+        again = holder_of(db, study, external_pid)
         if again is not None:  # the same person, in another tab, won the race
             return again
     raise StudyFull("every participant of this study has been claimed")
+
+
+def claim_proof(person: Participant) -> str:
+    """What the claimant's browser keeps (in its session cookie) to come back through the
+    shared link: a digest of the personal token, never the token itself."""
+    return hashlib.sha256(f"claim:{person.token}".encode()).hexdigest()[:24]
 
 
 # --------------------------------------------------------------------------- monitoring
@@ -421,10 +487,14 @@ class ParticipantView:
 
 
 def _run_dir_of(row: LiveSession, person: Participant, runs_dir: Path) -> Path | None:
-    rel = row.run_dir or session_run_rel(row.study_id, person.label, row.position, row.task_id)
-    root = runs_dir.resolve()
-    path = (root / rel).resolve()
-    if root not in path.parents or not (path / "meta.json").is_file():
+    try:
+        rel = row.run_dir or session_run_rel(row.study_id, person.label, row.position,
+                                             row.task_id)
+        root = runs_dir.resolve()
+        path = (root / rel).resolve()
+        if root not in path.parents or not (path / "meta.json").is_file():
+            return None
+    except (ValueError, OSError):  # a stored path an older version wrote (a NUL byte, say)
         return None
     return path
 
@@ -450,7 +520,7 @@ def monitor(db: Session, study: StudyB, runs_dir: Path,
                 try:
                     grade = grade_cached(run_dir, dict(tasks))
                 except RunDirError as exc:
-                    problem = str(exc)
+                    problem = public_text(str(exc), runs_dir)
             rel = str(run_dir.relative_to(runs_dir.resolve())) if run_dir else None
             view.sessions.append(SessionView(row, rel, grade, problem))
         out.append(view)

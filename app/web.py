@@ -14,9 +14,11 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from app.auth import LoginRequired, csrf_token
 from app.catalogue import Catalogue
-from app.db import make_engine, migrate
+from app.db import open_database
 from app.deps import is_htmx
+from app.security import BodyLimit, SecurityHeaders, StreamSlots, public_text
 from app.settings import Settings
+from app.study_a import CALIBRATION_MAX_BYTES
 
 ROOT = Path(__file__).resolve().parent.parent
 templates = Jinja2Templates(directory=str(ROOT / "templates"))
@@ -34,19 +36,34 @@ def page_or_fragment(
     return render(request, fragment if is_htmx(request) else page, context)
 
 
+def shown(request: Request, message: object) -> str:
+    """A message for a page: the server's own folders cut off its paths."""
+    settings: Settings = request.app.state.settings
+    return public_text(str(message), settings.runs_dir, settings.data_dir, settings.tasks_dir,
+                       ROOT)
+
+
+def _error_page(request: Request, status: int, message: str) -> Response:
+    return render(request, "error.html", {"status": status, "message": message}, status=status)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(settings.db_url())
-    migrate(engine)
+    engine = open_database(settings)  # refuses an empty or damaged database (app/db.py)
     app = FastAPI(title="APEX-Voice Studio", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.settings = settings
     app.state.engine = engine
     app.state.catalogue = Catalogue.load(settings.tasks_dir)
+    app.state.streams = StreamSlots()
+    # Innermost first: the body limit runs inside the session (its refusal page has the
+    # session's CSRF token), the security headers outside everything.
+    app.add_middleware(BodyLimit, upload_bytes=CALIBRATION_MAX_BYTES, error_page=_error_page)
     app.add_middleware(
         SessionMiddleware, secret_key=settings.session_secret(), same_site="lax",
         https_only=settings.secure_cookies, session_cookie="apex_session",
     )
+    app.add_middleware(SecurityHeaders, https=settings.secure_cookies)
     app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
 
     from app.routes import annotate, auth_routes, campaigns, demo, runs, study_a, tasks
@@ -72,10 +89,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(FastAPIHTTPException)
     async def _http(request: Request, exc: FastAPIHTTPException) -> Response:
-        if exc.status_code in (404, 403, 400):
+        if exc.status_code in (404, 403, 400, 413, 422):
             return render(request, "error.html", {"status": exc.status_code,
-                                                  "message": exc.detail}, status=exc.status_code)
-        return HTMLResponse(str(exc.detail), status_code=exc.status_code)
+                                                  "message": shown(request, exc.detail)},
+                          status=exc.status_code)
+        return HTMLResponse(shown(request, exc.detail), status_code=exc.status_code)
 
     from fastapi.exceptions import RequestValidationError
     from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -97,7 +115,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def _not_found(request: Request, exc: StarletteHTTPException) -> Response:
         return render(request, "error.html", {"status": exc.status_code,
-                                              "message": exc.detail}, status=exc.status_code)
+                                              "message": shown(request, exc.detail)},
+                      status=exc.status_code)
 
     @app.get("/", include_in_schema=False)
     async def _root() -> RedirectResponse:

@@ -213,8 +213,8 @@ async def run_calls(n: int, seconds: float, work: Path) -> dict[str, Any]:
     calls = []
     for k in range(n):
         rel = f"bench/{n}/{k}"
-        plan = CallPlan(key=k, task=task, factory=_factory(agents), run_dir=work / rel,
-                        run_rel=rel)
+        plan = CallPlan(key=k, task=task, factory=_factory(agents),
+                        run_dir=manager.runs_dir / rel, run_rel=rel)
         calls.append(await manager.open(plan, probes=measures[k].probes()))
     peers = [await _browser(call, seconds + 5) for call in calls]
     deadline = time.monotonic() + seconds + 60

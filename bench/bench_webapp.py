@@ -233,7 +233,7 @@ def bench_replay(work: Path, runs: int) -> dict[str, Any]:
             def measure() -> dict[str, float]:
                 page.goto("about:blank")
                 page.goto(url, wait_until="commit")
-                page.wait_for_function("window.__tti !== undefined", timeout=300_000)
+                page.wait_for_function("() => window.__tti !== undefined", timeout=300_000)
                 nav = page.evaluate("""() => {
                   const n = performance.getEntriesByType('navigation')[0];
                   const p = performance.getEntriesByType('resource')
@@ -317,6 +317,8 @@ async def bench_memory(work: Path, levels: list[int]) -> dict[str, Any]:
             token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
             await http.post("/login", data={"csrf_token": token, "username": "bench",
                                             "password": PASSWORD})
+            page = (await http.get("/tasks")).text  # login gave the session a new token
+            token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
 
             async def new_session(listen: bool) -> str:
                 r = await http.post("/demo", data={"csrf_token": token, "task": "apexv1_070",

@@ -3,7 +3,6 @@ tool-call efficiency against each task's oracle script."""
 
 from __future__ import annotations
 
-import csv
 import io
 import statistics
 from collections.abc import Mapping
@@ -16,6 +15,7 @@ from grading.gates import grade_run_dir, read_meta
 from grading.judge import Judge
 from grading.metrics import CampaignReport, campaign_report
 from grading.report import outcome_of
+from runtime import csv_safe
 from runtime.events import read_events
 from runtime.spec import TaskSpec, read_yaml
 
@@ -121,16 +121,17 @@ def build_dashboard(
 def runs_csv(dashboard: Dashboard) -> str:
     buf = io.StringIO()
     fields = list(RunRow.model_fields)
-    writer = csv.DictWriter(buf, fieldnames=fields)
-    writer.writeheader()
+    writer = csv_safe.writer(buf)
+    writer.writerow(fields)
     for row in dashboard.runs:
-        writer.writerow(row.model_dump())
+        cells = row.model_dump()
+        writer.writerow([cells[f] for f in fields])
     return buf.getvalue()
 
 
 def slices_csv(dashboard: Dashboard) -> str:
     buf = io.StringIO()
-    writer = csv.writer(buf)
+    writer = csv_safe.writer(buf)
     writer.writerow(["dimension", "label", "n_tasks", "n_runs", "pass_at_1", "pass_at_1_lo",
                      "pass_at_1_hi", "afa"])
     for dim, labels in dashboard.report.slices.items():

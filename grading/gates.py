@@ -360,7 +360,9 @@ def grade_events(
         stale_fields=[f"{f.artifact}.{f.field}" for f in fields if f.stale],
         fields=fields, gate_reasons={k: v for k, v in reasons.items() if v},
         end_reason=end.reason if end else None,
-        infrastructure_failure=(end is not None and end.failure_class == "infrastructure")
+        # A log without session.end was cut off (a crash, a killed process): whatever the
+        # gates say, that is never the agent's failure.
+        infrastructure_failure=(end is None or end.failure_class == "infrastructure")
         or bool(late),
         problems=all_problems, corrections=auth.applied,
         protocol_unknown=dict(Counter(e.event_type for e in events

@@ -2,12 +2,15 @@
 
 Layout: ``OUT/<task_id>/r<k>/`` holds one run (``events.jsonl``, ``trace.wav``, ``meta.json``).
 A pair whose ``meta.json`` says ``complete`` is skipped on the next invocation; a half-written
-one (a crash) is moved aside to ``OUT/.incomplete/`` and run again, never deleted.
+one (a crash) is moved aside to ``OUT/.incomplete/``, repaired there (closed event log, readable
+WAV, ``incomplete`` with an infrastructure reason; runtime/recovery.py) and run again, never
+deleted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import json
 import os
@@ -21,8 +24,12 @@ from runtime.agents.registry import PROVIDER_MODULES, available
 from runtime.agents.scripted import ScriptedAgent, load_script
 from runtime.bank import BankPlayer, EspeakEngine, SpeechCache
 from runtime.orchestrator import ClockMode, Orchestrator, RunResult
+from runtime.recovery import recover_run
 from runtime.simulator import FrozenSimulator
 from runtime.spec import TaskSpec
+
+INTERRUPTED = ("the campaign was interrupted before this run finished (kept aside when the "
+               "campaign ran again)")
 
 
 class AgentSpecError(Exception):
@@ -142,6 +149,9 @@ async def run_campaign(
                 aside = out / ".incomplete" / f"{task.id}.r{rep}.{int(time.time() * 1000)}"
                 aside.parent.mkdir(parents=True, exist_ok=True)
                 rd.rename(aside)
+                # Kept readable: closed log, repaired WAV, ``incomplete`` (runtime/recovery.py).
+                with contextlib.suppress(OSError):
+                    recover_run(aside, INTERRUPTED)
                 summary.moved_aside.append(aside)
             todo.append((task, rep, rd))
     gate = asyncio.Semaphore(max(1, concurrency))

@@ -7,6 +7,8 @@ all computed from this log, so it imports nothing from the audio stack.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import time
@@ -15,6 +17,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from runtime.durability import SYNCER
 
 Source = Literal["orchestrator", "user", "agent", "workbench", "observer", "environment"]
 
@@ -366,15 +370,21 @@ EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 
 class EventLog:
-    """Append-only JSONL writer. Each event is flushed to the OS as it is written, and the
-    file is fsync'ed at least once a second, so a crash loses at most the last second."""
+    """Append-only JSONL writer. Each event is flushed to the OS as it is written (a killed
+    process loses nothing), and the file is fsync'ed off the media loop at most a second after
+    (runtime/durability.py), so a power cut loses at most the last second.
+
+    While it is open the log holds an exclusive ``flock`` on its file: crash recovery
+    (runtime/recovery.py) leaves a run alone while its writer lives (the kernel drops the lock
+    when the process dies, however it dies)."""
 
     def __init__(self, path: Path, *, wall_clock: bool = True) -> None:
         self.path = path
         self._fh = path.open("a", encoding="utf-8")
+        with contextlib.suppress(OSError):  # best effort: a file system without locks
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._seq = 0
         self._wall = wall_clock
-        self._last_sync = time.monotonic()
         self.events: list[Event] = []
 
     def emit(self, event: Event, t_media_ms: int) -> Event:
@@ -384,16 +394,14 @@ class EventLog:
         event.t_wall = round(time.time(), 6) if self._wall else 0.0
         self._fh.write(event.model_dump_json() + "\n")
         self._fh.flush()
-        now = time.monotonic()
-        if now - self._last_sync >= 1.0:
-            os.fsync(self._fh.fileno())
-            self._last_sync = now
+        SYNCER.mark(self._fh.fileno())  # fsync'ed off the media loop (runtime/durability.py)
         self.events.append(event)
         return event
 
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.flush()
+            SYNCER.forget(self._fh.fileno())
             os.fsync(self._fh.fileno())
             self._fh.close()
 

@@ -55,6 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from grading.metrics import task_bootstrap_ci
+from runtime import csv_safe
 
 __all__ = [
     "OPTIONAL_COLUMNS",
@@ -357,7 +358,8 @@ def read_ratings_csv(path: Path) -> list[Rating]:
         with path.open(encoding="utf-8-sig", newline="") as fh:
             reader = csv.reader(fh)
             header: list[str] | None = None
-            for cells in reader:
+            for raw in reader:
+                cells = [csv_safe.unquote_cell(c) for c in raw]  # as exported by us
                 if not any(c.strip() for c in cells):
                     continue
                 if header is None:
@@ -397,7 +399,7 @@ def write_ratings_csv(ratings: Iterable[Rating], fh: TextIO) -> None:
     """
     rows = list(ratings)
     with_calibration = any(r.calibration for r in rows)
-    writer = csv.writer(fh, lineterminator="\n")
+    writer = csv_safe.writer(fh, lineterminator="\n")
     writer.writerow(RATING_COLUMNS + (OPTIONAL_COLUMNS if with_calibration else ()))
 
     def cell(v: int | None) -> str:
@@ -976,7 +978,7 @@ REPORT_CSV_COLUMNS: tuple[str, ...] = (
 def report_csv(report: Mapping[str, Any], fh: TextIO) -> None:
     """The Table 9 summary as CSV: one row per dimension, an empty cell where a statistic does
     not apply or is undefined (the ``undefined`` column then says which and why)."""
-    writer = csv.writer(fh, lineterminator="\n")
+    writer = csv_safe.writer(fh, lineterminator="\n")
     writer.writerow(REPORT_CSV_COLUMNS)
     undefined: Mapping[str, str] = report["undefined"]
 

@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from grading.metrics import task_bootstrap_ci
+from runtime import csv_safe
 
 if TYPE_CHECKING:
     from runtime.spec import TaskSpec
@@ -83,6 +84,7 @@ __all__ = [
     "format_balance",
     "format_plan",
     "format_table10",
+    "label_problem",
     "make_plan",
     "select_anchor_tasks",
     "swap_sessions",
@@ -98,10 +100,23 @@ CSV_COLUMNS: tuple[str, ...] = ("participant", "position", "task_id", "system", 
 
 _TRUE = {"1", "true", "yes"}
 _FALSE = {"0", "false", "no"}
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,15}")
+"""A participant label: 1–16 letters, digits, ``_``, ``-`` or ``.``, starting with a letter or a
+digit (``P01``). Labels name participants on every page and export; they never become folder
+names as they are (app/study_b.py derives those)."""
+LABEL_RULE = ("use 1–16 letters, digits, '_', '-' or '.', starting with a letter or digit "
+              "(e.g. P01)")
 
 
 class PlanError(ValueError):
     """A plan cannot be made, read or edited; the message names what is wrong and what to do."""
+
+
+def label_problem(label: str) -> str | None:
+    """Why ``label`` is not a valid participant label, or None when it is."""
+    if LABEL_PATTERN.fullmatch(label):
+        return None
+    return f"participant label {label!r} is not allowed: {LABEL_RULE}"
 
 
 # --------------------------------------------------------------------------- plan model
@@ -200,7 +215,7 @@ class StudyBPlan:
 
     def to_csv(self, fh: TextIO) -> None:
         """One row per session (``CSV_COLUMNS``; anchor as 1/0), by participant and position."""
-        writer = csv.writer(fh, lineterminator="\n")
+        writer = csv_safe.writer(fh, lineterminator="\n")
         writer.writerow(CSV_COLUMNS)
         for s in self.sessions:
             writer.writerow([s.participant, s.position, s.task_id, s.system, int(s.anchor)])
@@ -224,12 +239,18 @@ class StudyBPlan:
         sessions = []
         for row in reader:
             line = reader.line_num
-            cells = {k: (row.get(k) or "").strip() for k in CSV_COLUMNS}
+            cells = {k: csv_safe.unquote_cell((row.get(k) or "").strip()) for k in CSV_COLUMNS}
             if not any(cells.values()):
                 continue  # a blank line left by a spreadsheet
             for key in ("participant", "task_id", "system"):
                 if not cells[key]:
                     raise PlanError(f"plan CSV line {line}: empty {key}; fill it in")
+            if label_problem(cells["participant"]) is not None:
+                raise PlanError(
+                    f"plan CSV line {line}, field participant: {cells['participant']!r} is not "
+                    f"a participant label; {LABEL_RULE}. Rename it in every row of that "
+                    "participant and import the file again"
+                )
             try:
                 position = int(cells["position"])
             except ValueError:
@@ -486,6 +507,11 @@ def check_plan(plan: StudyBPlan) -> list[str]:
     for t in plan.anchor_task_ids:
         if t not in tasks:
             problems.append(f"anchor task {t!r} is not one of the plan's tasks")
+
+    for label in plan.participants():
+        why = label_problem(label)
+        if why is not None:
+            problems.append(why)
 
     # sessions one by one
     for s in plan.sessions:
@@ -882,7 +908,7 @@ def _num(x: float | None) -> str:
 def table10_csv(result: Mapping[str, Any], fh: TextIO) -> None:
     """Write :func:`table10`'s result as CSV: one row per system, then a ``(mean)`` row holding
     the mean diff over systems and the pooled anchor agreement. An empty cell is undefined."""
-    writer = csv.writer(fh, lineterminator="\n")
+    writer = csv_safe.writer(fh, lineterminator="\n")
     writer.writerow(TABLE10_CSV_COLUMNS)
     anchors = result["anchor"]["systems"]
     for system, r in result["systems"].items():

@@ -369,6 +369,8 @@ async def test_an_aiortc_peer_hears_both_channels(
         token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
         await http.post("/login", data={"csrf_token": token, "username": "ada",
                                         "password": PASSWORD})
+        page = (await http.get("/tasks")).text  # login gave the session a new token
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
         r = await http.post("/demo", data={"csrf_token": token, "task": "apexv1_070",
                                            "agent": "scripted:oracle"})
         demo_id = str(r.headers["location"]).rsplit("/", 1)[1]

@@ -18,7 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+import soundfile as sf
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
@@ -465,10 +467,15 @@ def test_calibration_upload_is_checked(app: Any, researcher: TestClient,
     assert r.status_code == 400 and "context" in html.unescape(r.text)
     r = _upload(researcher, study_id, text="   ")
     assert r.status_code == 400 and "transcript is empty" in html.unescape(r.text)
-    # Ogg, MP3 and FLAC by their first bytes; octet-stream is accepted when the bytes match.
-    for i, (fname, head) in enumerate([("a.ogg", b"OggS"), ("b.mp3", b"ID3\x03"),
-                                       ("c.flac", b"fLaC")]):
-        r = _upload(researcher, study_id, filename=fname, content=head + b"\0" * 64,
+    # Ogg, MP3 and FLAC that decode; octet-stream is accepted when the audio is that format
+    # (a file with only the right first bytes is not: tests/security/test_files.py).
+    for i, (fname, fmt, subtype) in enumerate([("a.ogg", "OGG", "VORBIS"),
+                                               ("b.mp3", "MP3", "MPEG_LAYER_III"),
+                                               ("c.flac", "FLAC", "PCM_16")]):
+        encoded = io.BytesIO()
+        sf.write(encoded, np.sin(np.arange(8000) / 8.0) * 0.3, 16000, format=fmt,
+                 subtype=subtype)
+        r = _upload(researcher, study_id, filename=fname, content=encoded.getvalue(),
                     ctype="application/octet-stream", name=f"fmt{i}")
         assert r.status_code == 303, r.text[:500]
     assert sum(1 for i in rows(app, StudyAItem) if i.calibration) == 3

@@ -25,7 +25,10 @@ SYSTEMS = ("scripted:oracle", "scripted:negative_unfinalized")
 
 @pytest.fixture
 def app_and_study(tmp_path: Path) -> Iterator[tuple[Any, int]]:
-    app = create_app(Settings(data_dir=tmp_path / "data", secret_key="test-secret"))
+    # One test client plays every participant here: the per-client claim limit is lifted
+    # (tests/security/test_join_link.py covers the limits).
+    app = create_app(Settings(data_dir=tmp_path / "data", secret_key="test-secret",
+                              join_client_limit="1000/hour"))
     with Session(app.state.engine) as db:
         create_user(db, "ada", PASSWORD)
         tasks = app.state.catalogue.tasks

@@ -18,10 +18,11 @@ def page_csrf(client: TestClient, path: str = "/login") -> str:
 
 
 def log_in(client: TestClient, *, username: str = "ada", next_url: str = "/tasks") -> str:
-    """Log in through the form; returns the CSRF token used (the session's)."""
+    """Log in through the form; returns the logged-in session's CSRF token (login starts a
+    new session with a new token: the login form's token no longer works)."""
     token = page_csrf(client)
     r = client.post("/login", data={"csrf_token": token, "username": username,
                                     "password": PASSWORD, "next": next_url},
                     follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == next_url, r.text[:500]
-    return token
+    return page_csrf(client, "/tasks")

@@ -152,7 +152,7 @@ async def annotate_audio(request: Request, token: str, n: int, session: SessionD
     if found is None:
         raise HTTPException(status_code=404, detail="The audio of this item is missing; "
                                                     "please tell the researcher.")
-    response = FileResponse(found[0], media_type=found[1])
+    response = FileResponse(found[0], media_type=found[1], headers=svc.UPLOAD_HEADERS)
     response.headers.update({**PRIVATE, "Cache-Control": "private, max-age=3600"})
     return response
 

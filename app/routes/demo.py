@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.auth import UserDep, verify_csrf
 from app.demo import DemoBusy, DemoError, DemoManager, DemoSession, agent_choices, resolve_agent
 from app.deps import is_htmx
 from app.routes.tasks import catalogue, get_task
 from app.runindex import grade_cached
+from app.security import event_stream
 from app.settings import Settings
-from app.web import page_or_fragment, render
+from app.web import page_or_fragment, render, shown
 from grading.gates import RunDirError, RunGrade
 from runtime.spec import TaskSpec
 
@@ -166,7 +167,8 @@ def _sse(event: str, data: str, event_id: int | None = None) -> str:
 async def demo_events(request: Request, session_id: str, user: UserDep,
                       manager: ManagerDep) -> Response:
     """Server-Sent Events: ``log`` (each event-log entry, id = seq), ``state`` and a final
-    ``end``. A reconnecting browser sends Last-Event-ID and gets only what it missed."""
+    ``end``. A reconnecting browser sends Last-Event-ID and gets only what it missed. The
+    stream holds no database connection; a demo holds at most ``MAX_STREAMS_PER_LINK``."""
     session = _session(manager, session_id, user.username)
     try:
         after = int(request.headers.get("Last-Event-ID", "0"))
@@ -201,8 +203,9 @@ async def demo_events(request: Request, session_id: str, user: UserDep,
             session.subscribers -= 1
             session.last_seen = time.monotonic()
 
-    return StreamingResponse(stream(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    return event_stream(request.app.state.streams, f"demo:{session.id}", stream, (
+        "This demo is already open in other tabs or windows. Close the other tabs of this "
+        "demo, then reload this page."))
 
 
 def _result_context(request: Request, manager: DemoManager, session_id: str,
@@ -225,7 +228,8 @@ def _result_context(request: Request, manager: DemoManager, session_id: str,
     replay = None
     if run_dir is not None and (run_dir / "meta.json").is_file():
         replay = f"/runs/{run_dir.relative_to(manager.runs_dir)}/replay"
-    return {"grade": grade, "grade_problem": problem, "replay": replay, "ended": True}
+    return {"grade": grade, "grade_problem": shown(request, problem) if problem else None,
+            "replay": replay, "ended": True}
 
 
 @router.get("/demo/{session_id}/result")

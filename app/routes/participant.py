@@ -21,14 +21,16 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from app.auth import verify_csrf
-from app.deps import SessionDep, is_htmx
+from app.deps import DbId, SessionDep, is_htmx
 from app.live import (
     CallPlan,
     DbCallStore,
@@ -41,8 +43,10 @@ from app.live import (
 )
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.routes.tasks import catalogue
+from app.security import event_stream
 from app.settings import Settings
-from app.study_b import StudyFull, claim_participant, session_run_rel
+from app.study_b import StudyFull, claim_participant, claim_proof, holder_of, session_run_rel
+from app.throttle import client_key, throttle_for
 from app.web import render, templates
 from runtime.campaign import AgentSpecError, parse_agent_spec
 
@@ -60,6 +64,9 @@ EXTERNAL_IDS = (
 FINISHED = frozenset({"complete", "incomplete", "failed"})
 OPEN_STUDY = frozenset({"launched", "closed"})
 NOT_FOUND = "This link is not valid. Check that you copied the whole link you were given."
+JOIN_PROOFS = "join_claims"
+"""Session-cookie entry: digests of the places this browser claimed through shared links."""
+MAX_JOIN_PROOFS = 20
 
 
 @contextlib.asynccontextmanager
@@ -84,9 +91,10 @@ def _manager_for(app: FastAPI) -> LiveCallManager:
     return manager
 
 
-def live_manager(request: Request) -> LiveCallManager:
+async def live_manager(request: Request) -> LiveCallManager:
     """The app's live-call manager (created, after crash recovery, at start-up or on first use;
-    tests may put their own on ``app.state.live``)."""
+    tests may put their own on ``app.state.live``). Async, like :func:`_invitee`: no thread
+    hop (a wait for a worker thread) while the request holds a database connection."""
     return _manager_for(request.app)
 
 
@@ -112,7 +120,7 @@ class Invitee:
         return f"/p/{self.person.token}"
 
 
-def _invitee(db: SessionDep, token: str) -> Invitee:
+async def _invitee(db: SessionDep, token: str) -> Invitee:
     if not token or len(token) > MAX_TOKEN_CHARS:
         raise HTTPException(status_code=404, detail=NOT_FOUND)
     person = db.exec(select(Participant).where(Participant.token == token)).first()
@@ -213,13 +221,44 @@ async def p_join(request: Request, db: SessionDep, join_token: str) -> Response:
             "This shared study link needs your participant id. Open it from the recruitment "
             "platform's study page (it adds your id to the link), or use the personal link "
             "you were sent."))
+    # Hardening (docs/security.md): a place is reopened only by the browser that claimed it
+    # (a participant id alone is no credential); new claims are rate limited per link and per
+    # client address; a claim expires when its participant never answers the consent page.
+    proofs = request.session.get(JOIN_PROOFS)
+    proofs = [p for p in proofs if isinstance(p, str)] if isinstance(proofs, list) else []
+    holder = holder_of(db, study, pid)
+    if holder is not None and claim_proof(holder) in proofs:
+        return RedirectResponse(f"/p/{holder.token}", status_code=303)
+    settings: Settings = request.app.state.settings
+    throttle = throttle_for(request.app)
+    limits = ((throttle.join_link, f"join:{study.id}"),
+              (throttle.join_client, f"join-{client_key(request)}"))
+    verdict = throttle.check(*limits)
+    if not verdict.allowed:
+        minutes = max(1, round(verdict.retry_after_s / 60))
+        page = render(request, "error.html", {
+            "status": 429, "message": "Too many people are joining through this link right "
+            f"now. Please try again in {minutes} minute{'s' if minutes != 1 else ''}."},
+            status=429)
+        page.headers["Retry-After"] = str(verdict.retry_after_s)
+        return page
+    throttle.hit(*limits)
+    if holder is not None:
+        return render(request, "error.html", {
+            "status": 403, "message": "This participant id has already joined this study. "
+            "Continue with your personal link (the address your browser went to when you "
+            "first joined), in the browser you joined with. If you lost it, contact the "
+            "researcher through the recruitment platform."}, status=403)
     try:
-        person = claim_participant(db, study, pid, _external(request, "external_study_id"),
-                                   _external(request, "external_session_id"))
+        person = claim_participant(
+            db, study, pid, _external(request, "external_study_id"),
+            _external(request, "external_session_id"),
+            expire_after=timedelta(minutes=settings.join_claim_expiry_minutes))
     except StudyFull:
         return render(request, "error.html", {
             "status": 409, "message": "This study has no free places left. Thank you for your "
             "interest; please return the study on the recruitment platform."}, status=409)
+    request.session[JOIN_PROOFS] = [*proofs, claim_proof(person)][-MAX_JOIN_PROOFS:]
     return RedirectResponse(f"/p/{person.token}", status_code=303)
 
 
@@ -238,11 +277,20 @@ async def p_consent_post(request: Request, db: SessionDep, who: InviteeDep,
     if decision not in ("agree", "decline"):
         raise HTTPException(status_code=400, detail="choose “I agree” or “I do not agree”")
     if who.person.consent == "pending":  # a decision, once made, stays
-        who.person.consent = "given" if decision == "agree" else "declined"
-        who.person.consent_at = now_utc()
-        db.add(who.person)
+        # Conditional on the token: a join-link claim that expired at this very moment (its
+        # place handed on, with a new token) must not get this visitor's consent.
+        token = who.person.token
+        db.execute(
+            update(Participant)
+            .where(col(Participant.id) == who.person.id, col(Participant.token) == token,
+                   col(Participant.consent) == "pending")
+            .values(consent="given" if decision == "agree" else "declined",
+                    consent_at=now_utc())
+            .execution_options(synchronize_session=False))
         db.commit()
         db.refresh(who.person)
+        if who.person.token != token:
+            raise HTTPException(status_code=404, detail=NOT_FOUND)
     return RedirectResponse(_next_step(db, who), status_code=303)
 
 
@@ -360,7 +408,15 @@ async def _call_for(request: Request, db: Session, who: Invitee, row: LiveSessio
               "position": row.position, "anchor": row.anchor, "captions": who.study.captions},
         captions=who.study.captions,
     )
+    _release(db)  # opening a call loads models in threads: no connection is held meanwhile
     return await manager.open(plan)
+
+
+def _release(db: Session) -> None:
+    """Hand the session's connection back to the pool before a long wait (opening a call, a
+    WebRTC answer, hanging up); the rows already read stay readable, and the session opens a
+    new connection only if it is used again."""
+    db.close()
 
 
 def _card_html(card: dict[str, Any]) -> str:
@@ -368,7 +424,7 @@ def _card_html(card: dict[str, Any]) -> str:
 
 
 @router.get("/p/{token}/s/{session_id}")
-async def p_session(request: Request, db: SessionDep, who: InviteeDep, session_id: int,
+async def p_session(request: Request, db: SessionDep, who: InviteeDep, session_id: DbId,
                     manager: ManagerDep) -> Response:
     blocked = _require_consent(who)
     if blocked is not None:
@@ -404,11 +460,12 @@ async def _live_call(request: Request, db: Session, who: Invitee, session_id: in
     call = await _call_for(request, db, who, row, manager)
     if call is None:
         raise HTTPException(status_code=404, detail=NOT_FOUND)
+    _release(db)
     return call
 
 
 @router.post("/p/{token}/s/{session_id}/offer", dependencies=CsrfDep)
-async def p_offer(request: Request, db: SessionDep, who: InviteeDep, session_id: int,
+async def p_offer(request: Request, db: SessionDep, who: InviteeDep, session_id: DbId,
                   manager: ManagerDep) -> Response:
     call = await _live_call(request, db, who, session_id, manager)
     if who.study.status != "launched":
@@ -429,7 +486,7 @@ async def p_offer(request: Request, db: SessionDep, who: InviteeDep, session_id:
 
 
 @router.post("/p/{token}/s/{session_id}/end", dependencies=CsrfDep)
-async def p_end(request: Request, db: SessionDep, who: InviteeDep, session_id: int,
+async def p_end(request: Request, db: SessionDep, who: InviteeDep, session_id: DbId,
                 manager: ManagerDep) -> Response:
     call = await _live_call(request, db, who, session_id, manager)
     await call.hang_up()
@@ -443,10 +500,12 @@ def _sse(event: str, data: str) -> str:
 
 
 @router.get("/p/{token}/s/{session_id}/events")
-async def p_events(request: Request, db: SessionDep, who: InviteeDep, session_id: int,
+async def p_events(request: Request, db: SessionDep, who: InviteeDep, session_id: DbId,
                    manager: ManagerDep) -> Response:
     """Server-Sent Events: ``card`` (the role card as HTML and as data, whenever it changes),
-    ``state`` (call state and elapsed time, at most once a second) and a final ``end``."""
+    ``state`` (call state and elapsed time, at most once a second) and a final ``end``. The
+    stream reads the call's in-memory state only (the database session is closed when this
+    function returns); a link holds at most ``MAX_STREAMS_PER_LINK`` streams (429 beyond)."""
     call = await _live_call(request, db, who, session_id, manager)
 
     async def stream() -> AsyncIterator[str]:
@@ -480,8 +539,12 @@ async def p_events(request: Request, db: SessionDep, who: InviteeDep, session_id
             call.subscribers -= 1
             call.last_seen = time.monotonic()
 
-    return StreamingResponse(stream(), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+    return event_stream(request.app.state.streams, f"participant:{who.person.id}", stream,
+                        STREAMS_TAKEN)
+
+
+STREAMS_TAKEN = ("This session is already open in other tabs or windows. Close the other tabs "
+                 "of this study, then reload this page.")
 
 
 # --------------------------------------------------------------------------- the end

@@ -12,8 +12,18 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Resp
 from app.auth import UserDep, verify_csrf
 from app.deps import SettingsDep
 from app.routes.tasks import catalogue
-from app.runindex import RunInfo, grade_cached, list_runs, outcome_of, peaks, resolve_run
-from app.web import page_or_fragment, render
+from app.runindex import (
+    RunFileError,
+    RunInfo,
+    check_trace,
+    grade_cached,
+    list_runs,
+    outcome_of,
+    peaks,
+    resolve_run,
+    run_file,
+)
+from app.web import page_or_fragment, render, shown
 from grading.corrections import (
     DECISIONS,
     Correction,
@@ -89,18 +99,34 @@ async def compare(request: Request, user: UserDep, settings: SettingsDep, a: str
 
 @router.get("/runs/{run_path:path}/trace.wav")
 async def run_trace(run_path: str, user: UserDep, settings: SettingsDep) -> Response:
-    trace = _run_dir(settings, run_path) / "trace.wav"
-    if not trace.is_file():
+    try:
+        trace = run_file(_run_dir(settings, run_path), "trace.wav")
+    except RunFileError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+    if trace is None:
         raise HTTPException(status_code=404, detail="This run has no stereo trace.")
+    try:
+        check_trace(trace)
+    except RunFileError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
     return FileResponse(trace, media_type="audio/wav")
 
 
 @router.get("/runs/{run_path:path}/peaks.json")
 async def run_peaks(run_path: str, user: UserDep, settings: SettingsDep) -> Response:
+    """The trace's envelope, or ``{"error": …}``: 404 without a trace (or with a link in its
+    place), 422 when it is not readable audio."""
     run_dir = _run_dir(settings, run_path)
-    if not (run_dir / "trace.wav").is_file():
-        raise HTTPException(status_code=404, detail="This run has no stereo trace.")
-    return JSONResponse(peaks(run_dir))
+    try:
+        trace = run_file(run_dir, "trace.wav")
+        if trace is None:
+            return JSONResponse({"error": "This run has no stereo trace."}, status_code=404)
+    except RunFileError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=404)
+    try:
+        return JSONResponse(peaks(run_dir))
+    except RunFileError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=422)
 
 
 @router.get("/runs/{run_path:path}/replay")
@@ -125,10 +151,14 @@ async def replay(request: Request, run_path: str, user: UserDep,
                            "showing the events that were written.")
     else:
         notices.append("This run has no events.jsonl: there is nothing to show on the lanes.")
-    has_trace = (run_dir / "trace.wav").is_file()
-    if not has_trace:
-        notices.append("This run has no stereo trace (trace.wav): the lanes and the artifact "
-                       "are shown without audio.")
+    try:
+        has_trace = run_file(run_dir, "trace.wav") is not None
+        if not has_trace:
+            notices.append("This run has no stereo trace (trace.wav): the lanes and the "
+                           "artifact are shown without audio.")
+    except RunFileError as exc:
+        has_trace = False
+        notices.append(f"{exc} The lanes and the artifact are shown without audio.")
     tasks = catalogue(request).tasks
     grade = None
     task = tasks.get(str(meta.get("task_id", "")))
@@ -145,7 +175,8 @@ async def replay(request: Request, run_path: str, user: UserDep,
         before = grade_run_dir(run_dir, tasks, apply_corrections=False)
         effect = correction_effect(before, grade, log_events)
     return render(request, "replay.html", {
-        "user": user, "run_path": run_path, "meta": meta, "notices": notices,
+        "user": user, "run_path": run_path, "meta": meta,
+        "notices": [shown(request, n) for n in notices],
         "siblings": siblings,
         "events_json": _script_json(events), "has_trace": has_trace, "grade": grade,
         "task": task, "decisions": decisions, "corrections": corrections, "effect": effect,
@@ -195,7 +226,8 @@ async def correct_decision(request: Request, run_path: str, user: UserDep,
     decisions = {e.seq: e for e in (read_events(log).events if log.is_file() else [])
                  if isinstance(e, AuthDecisionEvent)}
     problem = None
-    if not raw_seq.isdigit() or int(raw_seq) not in decisions:
+    if not (raw_seq.isascii() and raw_seq.isdigit() and len(raw_seq) <= 18) \
+            or int(raw_seq) not in decisions:
         problem = (f"event {raw_seq or '(none)'} is not an auth.decision of this run; "
                    f"decisions are at seq {', '.join(map(str, decisions)) or 'none'}")
     elif new not in DECISIONS:

@@ -4,9 +4,10 @@ read the agreement report (the paper's Table 9) and export ratings and results."
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import (
     FileResponse,
     JSONResponse,
@@ -15,17 +16,19 @@ from fastapi.responses import (
     Response,
 )
 from pydantic import ValidationError
+from starlette.datastructures import UploadFile as FormFile
 
 from app import study_a as svc
-from app.auth import UserDep, verify_csrf
-from app.deps import SessionDep, SettingsDep
+from app.auth import UserDep, current_user, verify_csrf
+from app.deps import DbId, SessionDep, SettingsDep
 from app.models_study_a import StudyA, StudyAItem
 from app.routes.tasks import catalogue
 from app.web import page_or_fragment, render
 from runtime.spec import TaskSpec
 
 router = APIRouter()
-CSRF = [Depends(verify_csrf)]
+CSRF = [Depends(current_user), Depends(verify_csrf)]
+"""The login is checked first, then the CSRF token: nobody logged out gets a body read."""
 
 
 def _study(session: SessionDep, study_id: int) -> StudyA:
@@ -122,7 +125,7 @@ async def study_create(
 
 
 @router.get("/studies/a/{study_id}")
-async def study_page(request: Request, study_id: int, user: UserDep,
+async def study_page(request: Request, study_id: DbId, user: UserDep,
                      session: SessionDep) -> Response:
     study = _study(session, study_id)
     return render(request, "study_a.html", {"user": user,
@@ -130,7 +133,7 @@ async def study_page(request: Request, study_id: int, user: UserDep,
 
 
 @router.get("/studies/a/{study_id}/annotators")
-async def study_annotators(request: Request, study_id: int, user: UserDep,
+async def study_annotators(request: Request, study_id: DbId, user: UserDep,
                            session: SessionDep) -> Response:
     """The annotator table (links and progress); HTMX polls it to monitor a running study."""
     study = _study(session, study_id)
@@ -139,7 +142,7 @@ async def study_annotators(request: Request, study_id: int, user: UserDep,
 
 
 @router.post("/studies/a/{study_id}/annotators", dependencies=CSRF)
-async def study_add_annotator(request: Request, study_id: int, user: UserDep,
+async def study_add_annotator(request: Request, study_id: DbId, user: UserDep,
                               session: SessionDep,
                               label: Annotated[str, Form()] = "") -> Response:
     study = _study(session, study_id)
@@ -153,20 +156,24 @@ async def study_add_annotator(request: Request, study_id: int, user: UserDep,
 
 @router.post("/studies/a/{study_id}/calibration", dependencies=CSRF)
 async def study_add_calibration(
-    request: Request, study_id: int, user: UserDep, session: SessionDep,
-    settings: SettingsDep, audio: Annotated[UploadFile | None, File()] = None,
-    context: Annotated[str, Form()] = "", text: Annotated[str, Form()] = "",
-    note: Annotated[str, Form()] = "", name: Annotated[str, Form()] = "",
+    request: Request, study_id: DbId, user: UserDep, session: SessionDep,
+    settings: SettingsDep,
 ) -> Response:
+    """The upload form (audio, context, text, note, name) is read here, after the login and
+    CSRF checks: as route parameters FastAPI would parse it before any check. The audio is
+    decoded whole (in a worker thread, off the event loop) before it is accepted."""
     study = _study(session, study_id)
     try:
-        if audio is None or not audio.filename:
+        form = await request.form(max_files=1, max_fields=10)
+        audio = form.get("audio")
+        if not isinstance(audio, FormFile) or not audio.filename:
             raise svc.StudyAError("choose an audio file (WAV, Ogg/Opus, MP3 or FLAC)")
         data = await audio.read(svc.CALIBRATION_MAX_BYTES + 1)
-        svc.add_calibration_item(
-            session, study, catalogue(request).tasks, data_dir=settings.data_dir,
-            context=context, text=text, note=note, name=name, filename=audio.filename,
-            content_type=audio.content_type or "", audio=data)
+        fields = {k: str(form.get(k) or "") for k in ("context", "text", "note", "name")}
+        await asyncio.to_thread(
+            svc.add_calibration_item, session, study, catalogue(request).tasks,
+            data_dir=settings.data_dir, filename=audio.filename,
+            content_type=audio.content_type or "", audio=data, **fields)
     except svc.StudyAError as exc:
         return render(request, "study_a.html", {
             "user": user, **_study_context(request, session, study, error=str(exc))}, 400)
@@ -174,7 +181,7 @@ async def study_add_calibration(
 
 
 @router.get("/studies/a/{study_id}/items/{item_id}/audio")
-async def study_item_audio(request: Request, study_id: int, item_id: int, user: UserDep,
+async def study_item_audio(request: Request, study_id: DbId, item_id: DbId, user: UserDep,
                            session: SessionDep, settings: SettingsDep) -> Response:
     """Any item's audio for the researcher (calibration uploads included)."""
     item = session.get(StudyAItem, item_id)
@@ -183,11 +190,11 @@ async def study_item_audio(request: Request, study_id: int, item_id: int, user: 
     found = svc.item_audio(item, catalogue(request).tasks, settings.data_dir)
     if found is None:
         raise HTTPException(status_code=404, detail="This item's audio file is missing.")
-    return FileResponse(found[0], media_type=found[1])
+    return FileResponse(found[0], media_type=found[1], headers=svc.UPLOAD_HEADERS)
 
 
 @router.post("/studies/a/{study_id}/close", dependencies=CSRF)
-async def study_close(study_id: int, user: UserDep, session: SessionDep) -> Response:
+async def study_close(study_id: DbId, user: UserDep, session: SessionDep) -> Response:
     svc.close_study(session, _study(session, study_id))
     return RedirectResponse(f"/studies/a/{study_id}", status_code=303)
 
@@ -199,7 +206,7 @@ def _report(request: Request, session: SessionDep, study: StudyA) -> dict[str, A
 
 
 @router.get("/studies/a/{study_id}/results")
-async def study_results(request: Request, study_id: int, user: UserDep,
+async def study_results(request: Request, study_id: DbId, user: UserDep,
                         session: SessionDep) -> Response:
     study = _study(session, study_id)
     assert study.id is not None
@@ -213,7 +220,7 @@ async def study_results(request: Request, study_id: int, user: UserDep,
 
 
 @router.get("/studies/a/{study_id}/ratings.csv")
-async def study_ratings_csv(request: Request, study_id: int, user: UserDep,
+async def study_ratings_csv(request: Request, study_id: DbId, user: UserDep,
                             session: SessionDep) -> Response:
     study = _study(session, study_id)
     submitted_only = request.query_params.get("scope") == "submitted"
@@ -222,14 +229,14 @@ async def study_ratings_csv(request: Request, study_id: int, user: UserDep,
 
 
 @router.get("/studies/a/{study_id}/comments.csv")
-async def study_comments_csv(study_id: int, user: UserDep, session: SessionDep) -> Response:
+async def study_comments_csv(study_id: DbId, user: UserDep, session: SessionDep) -> Response:
     study = _study(session, study_id)
     return _download(svc.comments_csv(session, study), "text/csv",
                      f"study_a_{study_id}_comments.csv")
 
 
 @router.get("/studies/a/{study_id}/agreement.json")
-async def study_agreement_json(request: Request, study_id: int, user: UserDep,
+async def study_agreement_json(request: Request, study_id: DbId, user: UserDep,
                                session: SessionDep) -> Response:
     study = _study(session, study_id)
     return JSONResponse(_report(request, session, study),
@@ -237,7 +244,7 @@ async def study_agreement_json(request: Request, study_id: int, user: UserDep,
 
 
 @router.get("/studies/a/{study_id}/table9.csv")
-async def study_table9_csv(request: Request, study_id: int, user: UserDep,
+async def study_table9_csv(request: Request, study_id: DbId, user: UserDep,
                            session: SessionDep) -> Response:
     study = _study(session, study_id)
     return _download(svc.table9_csv(_report(request, session, study)), "text/csv",

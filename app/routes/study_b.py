@@ -3,7 +3,6 @@ monitor participants and sessions, and compute Table 10 (paper appendix F.3)."""
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import os
@@ -17,16 +16,18 @@ from sqlmodel import col, select
 from starlette.datastructures import FormData, UploadFile
 
 from app import study_b as svc
-from app.auth import UserDep, verify_csrf
-from app.deps import SessionDep, SettingsDep
+from app.auth import UserDep, current_user, verify_csrf
+from app.deps import DbId, SessionDep, SettingsDep
 from app.models_study_b import Participant, StudyB
 from app.routes.tasks import catalogue
 from app.web import page_or_fragment, render
+from runtime import csv_safe
 from runtime.spec import TaskSpec
 from study_protocols.study_b import balance_table, check_plan, table10_csv
 
 router = APIRouter()
-CsrfDep = [Depends(verify_csrf)]
+CsrfDep = [Depends(current_user), Depends(verify_csrf)]
+"""The login is checked first, then the CSRF token: nobody logged out gets a body read."""
 MAX_PLAN_CSV = 2_000_000
 
 
@@ -34,7 +35,7 @@ def _tasks(request: Request) -> dict[str, TaskSpec]:
     return dict(catalogue(request).tasks)
 
 
-def _study(db: SessionDep, study_id: int) -> StudyB:
+def _study(db: SessionDep, study_id: DbId) -> StudyB:
     study = db.get(StudyB, study_id)
     if study is None:
         raise HTTPException(status_code=404, detail=f"No Study B with id {study_id}.")
@@ -315,7 +316,7 @@ async def links_csv(request: Request, user: UserDep, db: SessionDep, study: Stud
     people = db.exec(select(Participant).where(Participant.study_id == study.id)
                      .order_by(col(Participant.label))).all()
     fh = io.StringIO()
-    out = csv.writer(fh, lineterminator="\n")
+    out = csv_safe.writer(fh, lineterminator="\n")
     out.writerow(["participant", "link", "prolific_link"])
     base = str(request.base_url)
     for p in people:

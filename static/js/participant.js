@@ -90,6 +90,13 @@
   events.addEventListener("card", (e) => onCard(JSON.parse(e.data)));
   events.addEventListener("state", (e) => onState(JSON.parse(e.data)));
   events.addEventListener("end", (e) => { onEnd(JSON.parse(e.data)); events.close(); });
+  // The server refuses a stream (429) when this session is open in too many tabs; the browser
+  // then stops retrying: say what to do.
+  events.addEventListener("error", () => {
+    if (events.readyState === EventSource.CLOSED && !p.ended) {
+      error("This page lost its live connection. If this study is open in other tabs or windows, close them, then reload this page.");
+    }
+  });
 
   // The state tag: "Connecting…" while this page's connection comes up, else the server's
   // plain label.

@@ -127,7 +127,11 @@
     const m = /t=([0-9.]+)/.exec(location.hash);
     const t0 = m ? parseFloat(m[1]) : 0;
     if (!hasTrace || !window.WaveSurfer) { render(t0); window.replayReady = true; return; }
-    fetch("/runs/" + run + "/peaks.json").then((r) => r.json()).then((p) => {
+    fetch("/runs/" + run + "/peaks.json").then(async (r) => {
+      const p = await r.json().catch(() => ({ error: "the server answered " + r.status }));
+      if (!r.ok || p.error) throw new Error(p.error || "the server answered " + r.status);
+      return p;
+    }).then((p) => {
       duration = p.duration; layout();
       ws = WaveSurfer.create({
         container: "#waveform", url: "/runs/" + run + "/trace.wav", peaks: p.peaks,
@@ -139,8 +143,23 @@
       ws.on("ready", () => { if (t0) ws.setTime(t0); render(t0); window.replayReady = true; });
       document.getElementById("play").addEventListener("click", () => ws.playPause());
       render(t0);
+    }).catch((err) => {
+      // No waveform (e.g. an unreadable trace.wav): say why and replay the lanes alone.
+      const note = document.createElement("p");
+      note.className = "notice error";
+      note.textContent = "The audio cannot be shown: " + err.message;
+      root.prepend(note);
+      document.getElementById("play").disabled = true;
+      render(t0);
+      window.replayReady = true;
     });
   }
   document.addEventListener("DOMContentLoaded", start);
+  // Time links (the decision table's, any a[data-seek]) move the playhead; no inline handlers,
+  // which the Content Security Policy would block.
+  document.addEventListener("click", (ev) => {
+    const link = ev.target instanceof Element ? ev.target.closest("a[data-seek]") : null;
+    if (link) seek(parseFloat(link.dataset.seek));
+  });
   window.replaySeek = seek;
 })();

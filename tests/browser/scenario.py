@@ -79,7 +79,7 @@ def replay_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]
               .read_text().splitlines() if line.strip()]
     t0 = time.monotonic()
     page.goto(f"{base}/runs/{cfg['replay_run']}/replay")
-    page.wait_for_function("window.replayReady === true", timeout=30_000)
+    page.wait_for_function("() => window.replayReady === true", timeout=30_000)
     ready_s = time.monotonic() - t0
     markers = page.locator("#lanes .ev-artifact-update")
     count = markers.count()
@@ -120,9 +120,10 @@ def demo_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]:
     page.wait_for_url(re.compile(r".*/demo/[A-Za-z0-9_-]+$"))
     demo_url = page.url
     page.click("#demo-listen")
-    page.wait_for_function("window.demo && window.demo.state === 'running'", timeout=20_000)
+    page.wait_for_function("() => window.demo && window.demo.state === 'running'", timeout=20_000)
     started = time.monotonic()
-    page.wait_for_function("window.demo.resultLoaded === true", timeout=cfg["demo_timeout_ms"])
+    page.wait_for_function("() => window.demo.resultLoaded === true",
+                           timeout=cfg["demo_timeout_ms"])
     wall = time.monotonic() - started
     page.wait_for_selector("#demo-result [data-gate]", timeout=10_000)
     stats = page.evaluate("window.demo.stats")

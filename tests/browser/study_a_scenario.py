@@ -46,14 +46,14 @@ def annotator_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, A
     out: dict[str, Any] = {}
     page.goto(f"{base}/annotate/{token}")
     page.wait_for_url(re.compile(rf".*/annotate/{token}/item/1$"))
-    page.wait_for_function("window.annotate !== undefined")
-    page.wait_for_function("document.getElementById('ann-audio').readyState >= 2",
+    page.wait_for_function("() => window.annotate !== undefined")
+    page.wait_for_function("() => document.getElementById('ann-audio').readyState >= 2",
                            timeout=20_000)
     out["first"] = _shown(page)
     # Play with the keyboard; the media clock advances and `played` gets a range.
     page.keyboard.press("Space")
     page.wait_for_function(
-        "(() => { const a = document.getElementById('ann-audio');"
+        "() => (() => { const a = document.getElementById('ann-audio');"
         " return !a.paused && a.currentTime > 0.3 && a.played.length > 0; })()",
         timeout=15_000)
     out["audio"] = page.evaluate(
@@ -62,43 +62,43 @@ def annotator_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, A
         " played: Array.from({length: a.played.length},"
         "   (_, i) => [a.played.start(i), a.played.end(i)]) }; })()")
     page.keyboard.press("Space")
-    page.wait_for_function("document.getElementById('ann-audio').paused")
+    page.wait_for_function("() => document.getElementById('ann-audio').paused")
     paused_at = page.evaluate("document.getElementById('ann-audio').currentTime")
     page.keyboard.press("r")  # replay from the start
-    page.wait_for_function("!document.getElementById('ann-audio').paused", timeout=10_000)
+    page.wait_for_function("() => !document.getElementById('ann-audio').paused", timeout=10_000)
     out["replay"] = {"paused_at": paused_at,
                      "after": page.evaluate("document.getElementById('ann-audio').currentTime")}
     page.keyboard.press("Space")  # pause again; ratings do not need the audio to end
     # Rate with the keyboard: fidelity 4, naturalness 4 (F), leakage no (N).
     for key in ("4", "f", "n"):
         page.keyboard.press(key)
-    page.wait_for_function(f"{SETTLED} && window.annotate.saved >= 3", timeout=10_000)
+    page.wait_for_function(f"() => {SETTLED} && window.annotate.saved >= 3", timeout=10_000)
     out["rated"] = _shown(page)
     out["status"] = page.inner_text("#ann-status")
     # A comment typed with keys that are also rating keys changes no rating.
     page.keyboard.press("c")
     page.keyboard.type("fast speech, sounds fine")
     page.keyboard.press("Escape")
-    page.wait_for_function(f"{SETTLED} && window.annotate.saved >= 4", timeout=10_000)
+    page.wait_for_function(f"() => {SETTLED} && window.annotate.saved >= 4", timeout=10_000)
     out["after_comment"] = _shown(page)
     out["errors"] = page.evaluate("window.annotate.errors")
     # Next item with the keyboard, then reload: the next item is shown, the first counted.
     page.keyboard.press("ArrowRight")
     page.wait_for_url(re.compile(rf".*/annotate/{token}/item/2$"), timeout=10_000)
     page.reload()
-    page.wait_for_function("window.annotate !== undefined")
+    page.wait_for_function("() => window.annotate !== undefined")
     out["reloaded"] = _shown(page)
     # The invitation link resumes at the same place.
     page.goto(f"{base}/annotate/{token}")
     page.wait_for_url(re.compile(rf".*/annotate/{token}/item/\d+$"))
-    page.wait_for_function("window.annotate !== undefined")
+    page.wait_for_function("() => window.annotate !== undefined")
     out["resumed"] = _shown(page)
     shot = Path(cfg["screenshots"]) / "study_a_item2.png"
     page.screenshot(path=str(shot), full_page=True)
     # Back to the first item with the keyboard: the saved ratings and comment are shown.
     page.keyboard.press("ArrowLeft")
     page.wait_for_url(re.compile(rf".*/annotate/{token}/item/1$"), timeout=10_000)
-    page.wait_for_function("window.annotate !== undefined")
+    page.wait_for_function("() => window.annotate !== undefined")
     out["back"] = _shown(page)
     out["server"] = page.evaluate(
         f"fetch('/annotate/{token}/state.json').then(r => r.json())")

@@ -147,15 +147,15 @@ def consent_and_mic(pw: Any, cfg: dict[str, Any], base: str, console: list[str])
         page.wait_for_selector("#mic-start")
         mic_url = page.url
         page.click("#mic-start")
-        page.wait_for_function("window.micCheck.state === 'listening'", timeout=15_000)
+        page.wait_for_function("() => window.micCheck.state === 'listening'", timeout=15_000)
         page.click("#mic-record")
-        page.wait_for_function("window.micCheck.state === 'recorded'", timeout=15_000)
-        page.wait_for_function("window.micCheck.peak > 0.05", timeout=5_000)
+        page.wait_for_function("() => window.micCheck.state === 'recorded'", timeout=15_000)
+        page.wait_for_function("() => window.micCheck.peak > 0.05", timeout=5_000)
         continue_before_sound = page.is_disabled("#mic-continue")
         page.click("#sound-play")
-        page.wait_for_function("window.micCheck.soundPlayed === true", timeout=15_000)
+        page.wait_for_function("() => window.micCheck.soundPlayed === true", timeout=15_000)
         page.check("#headphones-confirm")
-        page.wait_for_function("window.micCheck.headphones === true", timeout=5_000)
+        page.wait_for_function("() => window.micCheck.headphones === true", timeout=5_000)
         check = page.evaluate("window.micCheck")
         check["continue_before_sound"] = continue_before_sound
         page.screenshot(path=str(Path(cfg["screenshots"]) / "study_b_mic.png"), full_page=True)
@@ -182,7 +182,7 @@ def call_until_cue(pw: Any, cfg: dict[str, Any], base: str,
     before = page.evaluate(SAMPLE_JS)
     t0 = time.monotonic()
     page.click("#call-start")
-    page.wait_for_function("window.participant.state === 'running'", timeout=30_000)
+    page.wait_for_function("() => window.participant.state === 'running'", timeout=30_000)
     samples: list[dict[str, Any]] = []
     deadline = time.monotonic() + cfg["cue_timeout_s"]
     while time.monotonic() < deadline:
@@ -210,13 +210,13 @@ def rejoin_and_end(pw: Any, cfg: dict[str, Any], base: str,
         page.wait_for_selector("#session-list a.session-open")
         link_text = page.inner_text("#session-list a.session-open")
         page.click("#session-list a.session-open")
-        page.wait_for_function("window.participant && window.participant.connection === "
+        page.wait_for_function("() => window.participant && window.participant.connection === "
                                "'connected'", timeout=45_000)
         rejoined_at = page.evaluate("window.participant.elapsedMs")
-        page.wait_for_function(f"window.participant.elapsedMs > {rejoined_at + 3000}",
+        page.wait_for_function(f"() => window.participant.elapsedMs > {rejoined_at + 3000}",
                                timeout=30_000)
         page.click("#call-end")
-        page.wait_for_function("window.participant.ended === true", timeout=30_000)
+        page.wait_for_function("() => window.participant.ended === true", timeout=30_000)
         state = page.get_attribute("#call-state", "data-state")
         label = page.inner_text("#call-state")
         message = page.inner_text("#call-message")
@@ -240,8 +240,8 @@ def kill_server_mid_call(pw: Any, cfg: dict[str, Any], server: Server,
         page = new_page(browser, console)
         page.goto(session2_url)
         page.click("#call-start")
-        page.wait_for_function("window.participant.state === 'running'", timeout=30_000)
-        page.wait_for_function("window.participant.elapsedMs > 6000", timeout=60_000)
+        page.wait_for_function("() => window.participant.state === 'running'", timeout=30_000)
+        page.wait_for_function("() => window.participant.elapsedMs > 6000", timeout=60_000)
         seen = page.evaluate(SAMPLE_JS)
         server.kill()
         killed_at = time.monotonic()
