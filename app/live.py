@@ -357,8 +357,9 @@ class CallProbes:
 
     mic: Callable[[float, Pcm], None] | None = None
     agent_out: LatencyProbe | None = None
-    frame: Callable[[int], None] | None = None
-    """Called with ``t_media_ms`` as each frame is written (media-clock deadlines)."""
+    frame: Callable[[int, float], None] | None = None
+    """Called with ``t_media_ms`` and the media clock's deadline for it (``time.monotonic()``
+    seconds) as each frame is written."""
     event: Callable[[Event], None] | None = None
     """Called with every run event as it is logged (a robot participant listens here)."""
 
@@ -546,12 +547,19 @@ class LiveCall:
     # ---------------------------------------------------------------- orchestrator hooks
     # (called on the call's own thread)
 
+    def clock_deadline(self, t_ms: int) -> float:
+        """The orchestrator's media-clock deadline for media time ``t_ms`` (monotonic s)."""
+        orch = self.orchestrator
+        return orch.clock.deadline(t_ms) if orch is not None else float("nan")
+
     def _on_frame(self, user: Pcm, agent: Pcm, t_media_ms: int) -> None:
         if self._stop.is_set():
             raise InfrastructureError(f"live call stopped: {self._stop_reason}")
         self.media_ms = t_media_ms + FRAME_MS
         if self.probes.frame is not None:
-            self.probes.frame(t_media_ms)
+            # The media clock's own deadline for this frame: the tick that released media
+            # time t_media_ms waited for it (runtime/orchestrator.py, MediaClock.tick).
+            self.probes.frame(t_media_ms, self.clock_deadline(t_media_ms))
         self._watch_mic_queue()
         if self.listening:
             self.agent_feed.push(agent)

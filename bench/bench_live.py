@@ -152,7 +152,7 @@ class CallMeasures:
         self.mic = Onsets()
         self.convert_ms: list[float] = []
         self.agent_out_ms: list[float] = []
-        self.frames: list[tuple[int, float]] = []
+        self.frames: list[tuple[int, float, float]] = []
 
     def probes(self) -> CallProbes:
         def mic(at: float, pcm: Pcm) -> None:
@@ -160,7 +160,7 @@ class CallMeasures:
             self.mic.push(pcm, at)
 
         return CallProbes(mic=mic, agent_out=lambda s: self.agent_out_ms.append(s * 1000),
-                          frame=lambda t: self.frames.append((t, time.monotonic())))
+                          frame=lambda t, due: self.frames.append((t, time.monotonic(), due)))
 
 
 def pair_latencies(sent: list[float], heard: list[float]) -> list[float]:
@@ -173,14 +173,16 @@ def pair_latencies(sent: list[float], heard: list[float]) -> list[float]:
     return out
 
 
-def slip_fraction(frames: list[tuple[int, float]]) -> float:
-    """Frames written more than one frame after their deadline (the clock's start is the
-    earliest frame time minus its media time)."""
+def slip_fraction(frames: list[tuple[int, float, float]]) -> float:
+    """Frames written more than one frame (40 ms) after the media clock's own deadline for
+    them. Each entry is ``(t_media_ms, written_at, deadline)`` in ``time.monotonic()`` seconds;
+    the deadline comes from the clock (``MediaClock.deadline``), never from the frames
+    themselves: the microphone pacer may take a frame up to 40 ms *early*, so an origin fitted
+    to the earliest frame would count on-time frames as late (issue 20)."""
     if len(frames) < 10:
         return float("nan")
     frames = frames[25:]  # the first second: connection set-up
-    origin = min(w - t / 1000 for t, w in frames)
-    late = sum(1 for t, w in frames if w - (origin + t / 1000) > FRAME_MS / 1000)
+    late = sum(1 for _, written, due in frames if written - due > FRAME_MS / 1000)
     return late / len(frames)
 
 

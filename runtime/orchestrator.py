@@ -112,6 +112,11 @@ class MediaClock:
         self.pacer = pacer
         self._start = time.monotonic()
 
+    def deadline(self, t_ms: int) -> float:
+        """When (``time.monotonic()``) the frame at media time ``t_ms`` is due in realtime mode
+        (the frame ending at ``t_ms + frame_ms`` is written by then)."""
+        return self._start + t_ms / 1000
+
     def anchor(self) -> None:
         """Pace from now on: the wall-clock origin moves so that ``t_ms`` is due now (called
         once the agent is connected, so a slow handshake does not put the first frames
