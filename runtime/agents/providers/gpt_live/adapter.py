@@ -125,8 +125,6 @@ class GptLiveAdapter(GatedRealtimeAdapter):
         self._text: list[str] = []
         self._open = False
         """An agent utterance is under way (output arrived since it was last closed)."""
-        self._fresh = False
-        """Speech or transcript arrived during the current poll."""
         self._arrived = False
         """Any output (silence included) arrived during the current poll."""
         self._utterance = 0
@@ -226,7 +224,7 @@ class GptLiveAdapter(GatedRealtimeAdapter):
             ):
                 self._close_utterance()
                 self.emit(ResponseDone())
-        self._fresh = self._arrived = self._speech_arrived = self._input_transcript = False
+        self._arrived = self._speech_arrived = self._input_transcript = False
         await self._backend_idle(t_media_ms)
 
     async def _backend_idle(self, t_media_ms: int) -> None:
@@ -262,7 +260,7 @@ class GptLiveAdapter(GatedRealtimeAdapter):
         for pause in self._held:  # a pause inside the utterance: play it after all
             self.emit_audio(pause, item)
         self._held, self._held_ms = [], 0
-        self._open = self._fresh = self._speech_arrived = True
+        self._open = self._speech_arrived = True
         self.emit_audio(pcm, item)
 
     # ------------------------------------------------------------------ events
@@ -273,7 +271,7 @@ class GptLiveAdapter(GatedRealtimeAdapter):
         elif isinstance(event, OutputTranscriptDelta):
             if not self._open:
                 self._utterance += 1
-            self._open = self._fresh = self._arrived = True
+            self._open = self._arrived = True
             self._last_output_ms = self.now_ms
             self._text.append(event.delta)
             self.emit(TranscriptDelta(text=event.delta))
