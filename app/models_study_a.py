@@ -81,3 +81,19 @@ class Rating(SQLModel, table=True):
     leakage: int | None = None
     comment: str = ""
     updated_at: datetime = Field(default_factory=_now)
+
+
+class ItemVisit(SQLModel, table=True):
+    """When an annotator first opened an item, first played its clip to the end and first
+    completed its three ratings (server clocks). A rating is accepted only after ``played_at``
+    is set (listen before rating); ``rated_at - opened_at`` is the time spent on the item."""
+
+    __tablename__ = "study_a_item_visit"
+    __table_args__ = (UniqueConstraint("annotator_id", "item_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    annotator_id: int = Field(foreign_key="study_a_annotator.id", index=True)
+    item_id: int = Field(foreign_key="study_a_item.id", index=True)
+    opened_at: datetime | None = None
+    played_at: datetime | None = None
+    rated_at: datetime | None = None

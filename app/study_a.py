@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from app.models import _now
-from app.models_study_a import Annotator, StudyA, StudyAItem
+from app.models_study_a import Annotator, ItemVisit, StudyA, StudyAItem
 from app.models_study_a import Rating as RatingRow
 from runtime import csv_safe
 from runtime.spec import TaskSpec, UserPlan
@@ -340,6 +340,106 @@ def submit(session: Session, annotator: Annotator) -> None:
     annotator.submitted_at = _now()
     session.add(annotator)
     session.commit()
+
+
+NOT_PLAYED = ("Listen to the whole clip first: the ratings open once it has played to the "
+              "end (press Space to play).")
+
+
+class NotPlayed(StudyAError):
+    """A rating for an item whose clip the annotator has not yet played to the end."""
+
+
+def _visit_mark(session: Session, annotator: Annotator, item: StudyAItem, column: str) -> None:
+    """Set ``column`` of the annotator's visit of ``item`` to now, unless it is already set
+    (the first time counts). Opening is implied by any later event."""
+    now = _now()
+    where = (col(ItemVisit.annotator_id) == annotator.id, col(ItemVisit.item_id) == item.id)
+    marks = [column] if column == "opened_at" else ["opened_at", column]
+
+    def set_unset() -> None:
+        for name in marks:
+            session.exec(update(ItemVisit).where(*where, col(getattr(ItemVisit, name)).is_(None))
+                         .values({name: now}))
+        session.commit()
+
+    set_unset()
+    if session.exec(select(ItemVisit).where(*where)).first() is None:
+        try:
+            visit = ItemVisit(annotator_id=int(annotator.id or 0), item_id=int(item.id or 0))
+            for name in marks:
+                setattr(visit, name, now)
+            session.add(visit)
+            session.commit()
+        except IntegrityError:  # another request created the row first: mark it instead
+            session.rollback()
+            set_unset()
+
+
+def mark_opened(session: Session, annotator: Annotator, item: StudyAItem) -> None:
+    if item.id in annotator.order and annotator.submitted_at is None:
+        _visit_mark(session, annotator, item, "opened_at")
+
+
+def mark_played(session: Session, annotator: Annotator, item: StudyAItem) -> None:
+    """The page reports that the item's clip played to the end."""
+    reason = _locked_reason(session, annotator)
+    if reason is not None:
+        raise RatingLocked(reason)
+    if item.id not in annotator.order:
+        raise StudyAError("this item is not in your queue")
+    _visit_mark(session, annotator, item, "played_at")
+
+
+def _visit(session: Session, annotator: Annotator, item: StudyAItem) -> ItemVisit | None:
+    return session.exec(select(ItemVisit).where(ItemVisit.annotator_id == annotator.id,
+                                                ItemVisit.item_id == item.id)).first()
+
+
+def has_played(session: Session, annotator: Annotator, item: StudyAItem) -> bool:
+    visit = _visit(session, annotator, item)
+    return visit is not None and visit.played_at is not None
+
+
+def save_rating_after_listening(session: Session, annotator: Annotator, item: StudyAItem,
+                                change: RatingUpdate) -> RatingRow:
+    """:func:`save_rating` for the annotator's page: a rating (not a comment) needs the clip
+    played to the end first (:class:`NotPlayed`); the first time the item's three ratings are
+    complete is recorded as the end of its time."""
+    reason = _locked_reason(session, annotator)
+    if reason is not None:
+        raise RatingLocked(reason)
+    rates = change.model_fields_set & {"fidelity", "naturalness", "leakage"}
+    if rates and not has_played(session, annotator, item):
+        raise NotPlayed(NOT_PLAYED)
+    row = save_rating(session, annotator, item, change)
+    if is_complete(row):
+        _visit_mark(session, annotator, item, "rated_at")
+    return row
+
+
+def first_unrated(session: Session, annotator: Annotator) -> int | None:
+    """1-based position of the first item in the queue without all three ratings."""
+    ratings = ratings_of(session, annotator)
+    return next((n for n, i in enumerate(annotator.order, start=1)
+                 if not is_complete(ratings.get(i))), None)
+
+
+def item_seconds(session: Session, study: StudyA) -> dict[tuple[str, str], float]:
+    """Seconds from first opening an item to first completing its three ratings, by
+    (item key, annotator label); only items both opened and completed."""
+    assert study.id is not None
+    items = {i.id: i for i in study_items(session, study.id)}
+    people = {a.id: a for a in study_annotators(session, study.id)}
+    rows = session.exec(select(ItemVisit).where(col(ItemVisit.annotator_id).in_(list(people))))
+    out: dict[tuple[str, str], float] = {}
+    for v in rows:
+        item = items.get(v.item_id)
+        if item is None or v.opened_at is None or v.rated_at is None:
+            continue
+        out[(item.item_key, people[v.annotator_id].label)] = \
+            round(max((v.rated_at - v.opened_at).total_seconds(), 0.0), 1)
+    return out
 
 
 # --------------------------------------------------------------------------- calibration
@@ -722,19 +822,25 @@ def study_report(session: Session, study: StudyA, tasks: Mapping[str, TaskSpec],
     return report
 
 
-def ratings_csv(ratings: Sequence[agreement.Rating]) -> str:
+def ratings_csv(ratings: Sequence[agreement.Rating],
+                seconds: Mapping[tuple[str, str], float] | None = None) -> str:
     """The raw ratings CSV (DESIGN §4 columns, item_id = item key) with the ``calibration``
-    column always present; :func:`study_protocols.agreement.read_ratings_csv` reads it."""
+    column always present and, last, ``seconds``: the time from first opening the item to
+    completing its ratings (:func:`item_seconds`; empty when unknown).
+    :func:`study_protocols.agreement.read_ratings_csv` reads it (and ignores ``seconds``)."""
+    seconds = seconds or {}
     buf = io.StringIO()
     writer = csv_safe.writer(buf, lineterminator="\n")
-    writer.writerow([*agreement.RATING_COLUMNS, "calibration"])
+    writer.writerow([*agreement.RATING_COLUMNS, "calibration", "seconds"])
 
     def cell(v: int | None) -> str:
         return "" if v is None else str(v)
 
     for r in ratings:
         writer.writerow([r.item_id, r.task_id, r.annotator_id, cell(r.fidelity),
-                         cell(r.naturalness), cell(r.leakage), "1" if r.calibration else "0"])
+                         cell(r.naturalness), cell(r.leakage), "1" if r.calibration else "0",
+                         "" if (t := seconds.get((r.item_id, r.annotator_id))) is None
+                         else f"{t:.1f}"])
     return buf.getvalue()
 
 

@@ -58,6 +58,7 @@ from grading.metrics import task_bootstrap_ci
 from runtime import csv_safe
 
 __all__ = [
+    "INFORMATIONAL_COLUMNS",
     "OPTIONAL_COLUMNS",
     "RATING_COLUMNS",
     "Rating",
@@ -80,6 +81,9 @@ RATING_COLUMNS: tuple[str, ...] = (
 )
 #: Columns a ratings CSV may have in addition.
 OPTIONAL_COLUMNS: tuple[str, ...] = ("calibration",)
+#: Columns a ratings CSV may have that no statistic uses: ``seconds`` (the web app's time per
+#: item, from first opening the item to completing its ratings) is accepted and ignored.
+INFORMATIONAL_COLUMNS: tuple[str, ...] = ("seconds",)
 
 Dimension = Literal["fidelity", "naturalness", "leakage"]
 AlphaLevel = Literal["nominal", "ordinal", "interval"]
@@ -151,7 +155,7 @@ class UndefinedStatisticError(ValueError):
 
 _EXPECTED = (
     "the ratings CSV has the columns item_id, task_id, annotator_id, fidelity, naturalness, "
-    "leakage (any order), optionally calibration"
+    "leakage (any order), optionally calibration (and seconds, which is ignored)"
 )
 
 
@@ -164,7 +168,8 @@ def _check_columns(columns: Sequence[str], source: str) -> None:
             f"{source}: row 1 (header): column(s) {', '.join(map(repr, doubled))} appear more "
             "than once; keep one of each"
         )
-    unknown = [c for c in dict.fromkeys(columns) if c not in RATING_COLUMNS + OPTIONAL_COLUMNS]
+    known = RATING_COLUMNS + OPTIONAL_COLUMNS + INFORMATIONAL_COLUMNS
+    unknown = [c for c in dict.fromkeys(columns) if c not in known]
     if unknown:
         problems.append(
             f"{source}: row 1 (header): unknown column(s) {', '.join(map(repr, unknown))}; "

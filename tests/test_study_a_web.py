@@ -26,7 +26,7 @@ from sqlmodel import Session, select
 
 from app import study_a as svc
 from app.auth import create_user
-from app.models_study_a import Annotator, StudyA, StudyAItem
+from app.models_study_a import Annotator, ItemVisit, StudyA, StudyAItem
 from app.models_study_a import Rating as RatingRow
 from app.settings import Settings
 from app.web import create_app
@@ -104,7 +104,15 @@ class Annotating:
         assert match
         self.csrf = match.group(1)
 
-    def rate(self, n: int, **body: Any) -> Any:
+    def played(self, n: int) -> Any:
+        """What the page posts when the item's clip has played to the end."""
+        return self.client.post(f"/annotate/{self.token}/item/{n}/played", json={},
+                                headers={"X-CSRF-Token": self.csrf})
+
+    def rate(self, n: int, *, listen: bool = True, **body: Any) -> Any:
+        """Save a rating, having played the clip to the end first unless ``listen=False``."""
+        if listen:  # idempotent: the first play-through counts
+            self.played(n)
         return self.client.post(f"/annotate/{self.token}/item/{n}/rating", json=body,
                                 headers={"X-CSRF-Token": self.csrf})
 
@@ -156,6 +164,21 @@ def test_create_study_draws_72_items_and_three_independent_queues(
     # The study list shows it.
     listing = researcher.get("/studies/a").text
     assert "pilot" in listing and f"/studies/a/{study_id}" in listing
+
+
+def test_study_list_counts_items_and_the_items_table_fits(researcher: TestClient) -> None:
+    study_id = create_study(researcher, n_tasks="2", n_annotators="1")
+    listing = researcher.get("/studies/a").text
+    assert "built-in method" not in listing
+    row = listing[listing.index(f'href="/studies/a/{study_id}"'):]
+    row = row[:row.index("</tr>")]
+    assert re.findall(r"<td>([^<]*)</td>", row)[1:3] == ["6", "1"]  # items, annotators
+    # The items table scrolls inside its own box; its cells wrap (static/css/study.css).
+    page = researcher.get(f"/studies/a/{study_id}").text
+    assert '<div class="table-scroll">\n<table class="grid compact study-items">' in page
+    css = researcher.get("/static/css/study.css").text
+    assert ".table-scroll { max-width: 100%; overflow-x: auto; }" in css
+    assert "table.study-items td, table.study-items th { overflow-wrap: anywhere; }" in css
 
 
 def test_create_study_rejects_bad_input_with_clear_messages(researcher: TestClient) -> None:
@@ -272,15 +295,77 @@ def test_resume_where_one_left_off_on_any_device(app: Any, researcher: TestClien
     assert a.client.get(f"/annotate/{token}/item/5", headers={"HX-Request": "true"}) \
         .status_code == 200
     other_device = TestClient(app)
+    # The link continues at the first item not yet rated (2), not the last one opened (5).
     r = other_device.get(f"/annotate/{token}", follow_redirects=False)
-    assert r.status_code == 303 and r.headers["location"] == f"/annotate/{token}/item/5"
-    page = other_device.get(r.headers["location"]).text
-    assert 'id="ann-done">1<' in page and "Item <b id=\"ann-n\">5</b> of 12" in page
+    assert r.status_code == 303 and r.headers["location"] == f"/annotate/{token}/item/2"
+    overview = other_device.get(f"/annotate/{token}/overview").text
+    assert re.search(rf'id="ann-continue" href="/annotate/{token}/item/2">Continue where you '
+                     r'left off \(item 2', overview)
     state = other_device.get(f"/annotate/{token}/state.json").json()
     assert state["position"] == 5 and state["done"] == 1 and state["items"][0]["fidelity"] == 5
+    page = other_device.get(f"/annotate/{token}/item/5").text
+    assert 'id="ann-done">1<' in page and "Item <b id=\"ann-n\">5</b> of 12" in page
+    a.rate(2, fidelity=4, naturalness=4, leakage=1)
+    a.rate(3, fidelity=4)  # partly rated: still the first unrated
+    r = other_device.get(f"/annotate/{token}", follow_redirects=False)
+    assert r.headers["location"] == f"/annotate/{token}/item/3"
+    for n in range(3, 13):
+        a.rate(n, fidelity=4, naturalness=4, leakage=0)
+    r = other_device.get(f"/annotate/{token}", follow_redirects=False)
+    assert r.headers["location"] == f"/annotate/{token}/overview"  # all rated: submit there
+    assert 'id="ann-continue"' not in other_device.get(r.headers["location"]).text
     # Out-of-range positions are not saved as the position.
     assert other_device.get(f"/annotate/{token}/item/13").status_code == 404
     assert other_device.get(f"/annotate/{token}/state.json").json()["position"] == 5
+
+
+def test_ratings_open_only_after_the_clip_played_to_the_end(
+        app: Any, researcher: TestClient) -> None:
+    study_id = create_study(researcher, n_tasks="2", n_annotators="1")
+    a = Annotating(app, tokens(researcher, study_id)[0])
+    page = a.client.get(f"/annotate/{a.token}/item/1").text
+    assert 'data-played="false"' in page and 'id="ann-listen"' in page
+    assert f'data-played-url="/annotate/{a.token}/item/1/played"' in page
+    assert len(re.findall(r'<button type="button" data-dim="\w+" data-value="\d" '
+                          r'aria-pressed="false" disabled>', page)) == 12
+    # The server refuses a rating of an item not yet heard, with a clear message.
+    r = a.rate(1, listen=False, fidelity=4)
+    assert r.status_code == 409 and r.json()["not_played"] is True
+    assert "Listen to the whole clip first" in r.json()["error"]
+    assert rows(app, RatingRow) == []
+    assert a.rate(1, listen=False, comment="a note before listening").status_code == 200
+    # The played event needs the page's CSRF header and a position in the queue.
+    assert a.client.post(f"/annotate/{a.token}/item/1/played", json={}).status_code == 403
+    assert a.played(99).status_code == 404
+    assert a.played(1).status_code == 200
+    assert a.rate(1, listen=False, fidelity=4).status_code == 200
+    page = a.client.get(f"/annotate/{a.token}/item/1").text
+    assert 'data-played="true"' in page and 'id="ann-listen"' not in page
+    assert ' disabled>' not in page
+    # Hearing item 1 opens item 1 only.
+    assert a.rate(2, listen=False, fidelity=4).status_code == 409
+    script = a.client.get("/static/js/annotate.js").text
+    assert '"ended"' in script and "playedUrl" in script
+
+
+def test_time_per_item_is_recorded_on_the_server(app: Any, researcher: TestClient) -> None:
+    study_id = create_study(researcher, n_tasks="2", n_annotators="1")
+    a = Annotating(app, tokens(researcher, study_id)[0])  # opens item 1
+    a.client.get(f"/annotate/{a.token}/item/2")
+    a.rate(1, fidelity=4, naturalness=4)
+    visits = {v.item_id: v for v in rows(app, ItemVisit)}
+    assert len(visits) == 2
+    first = next(v for v in visits.values() if v.played_at is not None)
+    assert first.opened_at is not None and first.rated_at is None  # not complete yet
+    opened = first.opened_at
+    a.client.get(f"/annotate/{a.token}/item/1")  # reopening keeps the first open
+    a.rate(1, leakage=0)
+    v = next(x for x in rows(app, ItemVisit) if x.item_id == first.item_id)
+    assert v.opened_at == opened and v.rated_at is not None and v.rated_at >= opened
+    done_at = v.rated_at
+    a.rate(1, leakage=1)  # a later edit keeps the first completion
+    assert next(x for x in rows(app, ItemVisit) if x.item_id == first.item_id).rated_at \
+        == done_at
 
 
 def test_htmx_gets_the_item_fragment(app: Any, researcher: TestClient) -> None:
@@ -351,8 +436,13 @@ def test_exports_round_trip_and_match_the_agreement_report(
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
     assert "attachment" in r.headers["content-disposition"]
     lines = r.text.splitlines()
-    assert lines[0] == "item_id,task_id,annotator_id,fidelity,naturalness,leakage,calibration"
+    assert lines[0] == ("item_id,task_id,annotator_id,fidelity,naturalness,leakage,calibration,"
+                        "seconds")
     assert len(lines) == 1 + 24 * 3
+    # seconds, last: first open (or first play, which implies it) to complete ratings, from
+    # the server's clocks.
+    table = list(csv.DictReader(io.StringIO(r.text)))
+    assert all(float(row["seconds"]) >= 0 for row in table)
     path = tmp_path / "ratings.csv"
     path.write_text(r.text)
     ratings = read_ratings_csv(path)
@@ -515,8 +605,10 @@ def test_calibration_items_are_rated_blind_and_reported_apart(
     assert after["calibration"]["n_items"] == 1
     assert after["calibration"]["annotators"]["A1"]["leakage_flags"] == 1
     csv_text = researcher.get(f"/studies/a/{study_id}/ratings.csv").text
-    assert sum(1 for ln in csv_text.splitlines() if ln.startswith("calib:leaky,")
-               and ln.endswith(",1")) == 3
+    calib_rows = [row for row in csv.DictReader(io.StringIO(csv_text))
+                  if row["item_id"] == "calib:leaky"]
+    assert len(calib_rows) == 3 and all(row["calibration"] == "1" for row in calib_rows)
+    assert all(float(row["seconds"]) >= 0 for row in calib_rows)  # opened, then rated
     page = researcher.get(f"/studies/a/{study_id}/results").text
     section = page[page.index('id="calibration-results"'):]
     assert "1 calibration item(s), 3 rating(s)" in section and "garbled on purpose" in section

@@ -545,3 +545,13 @@ def test_report_is_json_ready_and_names_its_methods() -> None:
     assert len(report["most_disagreed"]) == 10
     with pytest.raises(ValueError, match="n_resamples"):
         agreement_report(_varied(), n_resamples=0)
+
+
+def test_the_web_apps_seconds_column_is_accepted_and_ignored(tmp_path: Path) -> None:
+    """The web app's ratings.csv ends with ``seconds`` (time per item, issue #17)."""
+    path = tmp_path / "ratings.csv"
+    path.write_text("item_id,task_id,annotator_id,fidelity,naturalness,leakage,calibration,"
+                    "seconds\nt1:p:r,t1,A1,4,5,0,0,12.5\nt1:p:r,t1,A2,3,4,1,0,\n")
+    ratings = read_ratings_csv(path)
+    assert [(r.annotator_id, r.fidelity, r.leakage) for r in ratings] == [("A1", 4, 0),
+                                                                         ("A2", 3, 1)]

@@ -4,7 +4,10 @@ same plain 404 page.
 
 Every page is rendered from :class:`app.study_a.ItemView` (the user's side of the task), never
 from the task spec itself. Ratings are saved one at a time by JSON POSTs carrying the session's
-CSRF header; opening an item records the position, so the link resumes there on any device.
+CSRF header; opening an item records the position. The invitation link opens the first item
+not yet fully rated, on any device. A rating is accepted only after the page has reported the
+item's clip played to the end (``POST …/played``); first open, first play-through and first
+complete rating are timestamped on the server (:class:`app.models_study_a.ItemVisit`).
 """
 
 from __future__ import annotations
@@ -78,10 +81,10 @@ def _locked_reason(session: SessionDep, annotator: Annotator) -> str | None:
 @router.get("/annotate/{token}")
 async def annotate_start(token: str, session: SessionDep) -> Response:
     annotator = _annotator(session, token)
-    if not annotator.order:
+    n = svc.first_unrated(session, annotator) if annotator.submitted_at is None else None
+    if n is None:  # nothing left to rate (or handed in): the overview, to submit or browse
         return _private(RedirectResponse(f"/annotate/{token}/overview", status_code=303))
-    return _private(RedirectResponse(
-        f"/annotate/{token}/item/{svc.progress(session, annotator).position}", status_code=303))
+    return _private(RedirectResponse(f"/annotate/{token}/item/{n}", status_code=303))
 
 
 @router.get("/annotate/{token}/item/{n}")
@@ -92,6 +95,7 @@ async def annotate_item(request: Request, token: str, n: int, session: SessionDe
     if task is None:
         raise HTTPException(status_code=404, detail=NO_ITEM)
     svc.set_position(session, annotator, n)
+    svc.mark_opened(session, annotator, item)
     rating = svc.ratings_of(session, annotator).get(int(item.id or 0))
     total = len(annotator.order)
     context = {
@@ -102,6 +106,7 @@ async def annotate_item(request: Request, token: str, n: int, session: SessionDe
         "prev_url": f"/annotate/{token}/item/{n - 1}" if n > 1 else "",
         "next_url": f"/annotate/{token}/item/{n + 1}" if n < total else "",
         "first_visit": rating is None and n == 1,
+        "played": svc.has_played(session, annotator, item),
     }
     return _private(page_or_fragment(request, "annotate.html", "_annotate_item.html", context))
 
@@ -132,15 +137,41 @@ async def annotate_rate(request: Request, token: str, n: int, session: SessionDe
     except ValidationError as exc:
         return _json({"error": svc.validation_message(exc)}, 400)
     try:
-        row = svc.save_rating(session, annotator, item, change)
+        row = svc.save_rating_after_listening(session, annotator, item, change)
     except svc.RatingLocked as exc:
         return _json({"error": str(exc), "locked": True}, 409)
+    except svc.NotPlayed as exc:
+        return _json({"error": str(exc), "not_played": True}, 409)
     except svc.StudyAError as exc:
         return _json({"error": str(exc)}, 400)
     p = svc.progress(session, annotator)
     return _json({"saved": True, "position": n, "rating": _rating_json(row),
                   "complete": svc.is_complete(row), "done": p.done, "total": p.total,
                   "updated_at": row.updated_at.isoformat()})
+
+
+@router.post("/annotate/{token}/item/{n}/played")
+async def annotate_played(request: Request, token: str, n: int, session: SessionDep) -> Response:
+    """The page's report that the item's clip played to the end: its ratings open."""
+    annotator = svc.annotator_by_token(session, token)
+    if annotator is None:
+        return _json({"error": NOT_FOUND}, 404)
+    if not 1 <= n <= len(annotator.order):
+        return _json({"error": NO_ITEM}, 404)
+    try:
+        await verify_csrf(request)
+    except HTTPException as exc:
+        return _json({"error": str(exc.detail)}, 403)
+    item = session.get(StudyAItem, annotator.order[n - 1])
+    if item is None:
+        return _json({"error": NO_ITEM}, 404)
+    try:
+        svc.mark_played(session, annotator, item)
+    except svc.RatingLocked as exc:
+        return _json({"error": str(exc), "locked": True}, 409)
+    except svc.StudyAError as exc:
+        return _json({"error": str(exc)}, 400)
+    return _json({"played": True, "position": n})
 
 
 @router.get("/annotate/{token}/audio/{n}")
@@ -170,7 +201,8 @@ def _overview_context(request: Request, session: SessionDep, annotator: Annotato
                      "complete": svc.is_complete(rating),
                      "started": rating is not None})
     return {"user": None, "token": token, "rows": rows, "p": svc.progress(session, annotator),
-            "locked": _locked_reason(session, annotator), "error": error}
+            "locked": _locked_reason(session, annotator), "error": error,
+            "next_unrated": svc.first_unrated(session, annotator)}
 
 
 @router.get("/annotate/{token}/overview")

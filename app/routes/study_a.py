@@ -92,7 +92,7 @@ def _list_page(request: Request, user: Any, session: SessionDep, form: dict[str,
         assert s.id is not None
         people = svc.study_annotators(session, s.id)
         progress = [svc.progress(session, a) for a in people]
-        studies.append({"s": s, "items": len(svc.study_items(session, s.id)),
+        studies.append({"s": s, "n_items": len(svc.study_items(session, s.id)),
                         "annotators": len(people),
                         "submitted": sum(1 for p in progress if p.submitted),
                         "done": sum(p.done for p in progress),
@@ -224,7 +224,8 @@ async def study_ratings_csv(request: Request, study_id: DbId, user: UserDep,
                             session: SessionDep) -> Response:
     study = _study(session, study_id)
     submitted_only = request.query_params.get("scope") == "submitted"
-    body = svc.ratings_csv(svc.collect_ratings(session, study, submitted_only=submitted_only))
+    body = svc.ratings_csv(svc.collect_ratings(session, study, submitted_only=submitted_only),
+                           svc.item_seconds(session, study))
     return _download(body, "text/csv", f"study_a_{study_id}_ratings.csv")
 
 

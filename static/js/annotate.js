@@ -29,9 +29,11 @@
   const comment = document.getElementById("ann-comment");
   const guidance = document.getElementById("ann-guidance");
   const locked = root.dataset.locked === "true";
+  const listenNote = document.getElementById("ann-listen");
   const state = {
     rating: JSON.parse(root.dataset.rating || "{}"),
     saved: 0, errors: 0, pending: 0, lastError: null, lastSaved: null,
+    played: root.dataset.played === "true",
   };
   window.annotate = state;  // read by the browser test
 
@@ -102,7 +104,52 @@
     return chain;
   }
 
+  // Listen before rating: the rating buttons stay disabled until the whole clip has played
+  // once (every part of it, not a seek to the end); the server is told, and checks it too.
+  function heardAll() {
+    const d = audio.duration;
+    if (!isFinite(d) || d <= 0) return false;
+    let heard = 0;
+    for (let i = 0; i < audio.played.length; i += 1) {
+      heard += audio.played.end(i) - audio.played.start(i);
+    }
+    return heard >= d - 0.25;
+  }
+
+  function openRatings() {
+    state.played = true;
+    if (listenNote) listenNote.hidden = true;
+    if (!locked) root.querySelectorAll("button[data-dim]").forEach((b) => { b.disabled = false; });
+  }
+
+  function reportPlayed() {
+    if (state.played || locked) return;
+    if (!heardAll()) {
+      show("Play the whole clip once to open the ratings (R replays from the start).", "error");
+      return;
+    }
+    fetch(root.dataset.playedUrl, {
+      method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "Accept": "application/json",
+                "X-CSRF-Token": csrf},
+      body: "{}",
+    }).then(async (res) => {
+      if (!res.ok) {
+        let body = null;
+        try { body = await res.json(); } catch (e) { body = null; }
+        throw new Error(body && body.error ? body.error : `the server answered ${res.status}`);
+      }
+      openRatings();
+      show("Heard: you can rate now", "ok");
+    }).catch((err) => show("Not recorded: " + (err.message || err), "error"));
+  }
+  audio.addEventListener("ended", reportPlayed);
+
   function rate(dim, value) {
+    if (!state.played && !locked) {
+      show("Listen to the whole clip first (Space plays it).", "error");
+      return;
+    }
     mark(dim, value);  // shown at once; undone if the save fails
     save({[dim]: value});
   }

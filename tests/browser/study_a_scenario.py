@@ -4,11 +4,14 @@ Chromium (driven by Playwright) talk over 127.0.0.1 and nothing else.
 
 Usage: ``python tests/browser/study_a_scenario.py CONFIG.json``. CONFIG names the data directory
 (holding a Study A with one annotator), the annotator's token and where to save screenshots.
-The annotator opens their link, plays the utterance with the keyboard, rates it with the keyboard
+The annotator opens their link, finds the ratings disabled until the clip has played to the
+end, plays the utterance with the keyboard, rates it with the keyboard
 (fidelity, naturalness, leakage), goes to the next item with the keyboard, reloads, comes back
 through the invitation link, and goes back to the first item; a comment is typed with keys that
-are also rating keys. The last line of stdout is ``RESULT {json}`` with what the page showed at
-each step, or ``{"error": ...}``. Nothing is asserted here.
+are also rating keys. Then the researcher opens the study page at 1,366 px (no page-wide
+horizontal scroll) and presses "Close study" (a confirmation, dismissed). The last line of
+stdout is ``RESULT {json}`` with what the page showed at each step, or ``{"error": ...}``.
+Nothing is asserted here.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.browser.scenario import CHROMIUM, CHROMIUM_FLAGS, guarded, start_server
+from tests.browser.scenario import CHROMIUM, CHROMIUM_FLAGS, guarded, login, start_server
 
 PRESSED = ("el => Object.fromEntries(['fidelity', 'naturalness', 'leakage'].map(d => {"
            " const b = el.querySelector(`button[data-dim=\"${d}\"][aria-pressed=\"true\"]`);"
@@ -50,6 +53,15 @@ def annotator_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, A
     page.wait_for_function("() => document.getElementById('ann-audio').readyState >= 2",
                            timeout=20_000)
     out["first"] = _shown(page)
+    # Listen before rating: the rating buttons are disabled and a rating key saves nothing.
+    page.keyboard.press("4")
+    out["before_listening"] = page.evaluate(
+        "({disabled: document.querySelectorAll('#annotate button[data-dim]:disabled').length,"
+        " buttons: document.querySelectorAll('#annotate button[data-dim]').length,"
+        " note: !!document.getElementById('ann-listen') &&"
+        "   !document.getElementById('ann-listen').hidden,"
+        " saved: window.annotate.saved, pending: window.annotate.pending,"
+        " status: document.getElementById('ann-status').textContent})")
     # Play with the keyboard; the media clock advances and `played` gets a range.
     page.keyboard.press("Space")
     page.wait_for_function(
@@ -68,7 +80,12 @@ def annotator_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, A
     page.wait_for_function("() => !document.getElementById('ann-audio').paused", timeout=10_000)
     out["replay"] = {"paused_at": paused_at,
                      "after": page.evaluate("document.getElementById('ann-audio').currentTime")}
-    page.keyboard.press("Space")  # pause again; ratings do not need the audio to end
+    # Let it play to the end: the page tells the server and the ratings open.
+    page.wait_for_function("() => window.annotate.played === true", timeout=30_000)
+    out["after_listening"] = page.evaluate(
+        "({disabled: document.querySelectorAll('#annotate button[data-dim]:disabled').length,"
+        " ended: document.getElementById('ann-audio').ended,"
+        " note_hidden: document.getElementById('ann-listen').hidden})")
     # Rate with the keyboard: fidelity 4, naturalness 4 (F), leakage no (N).
     for key in ("4", "f", "n"):
         page.keyboard.press(key)
@@ -88,6 +105,13 @@ def annotator_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, A
     page.reload()
     page.wait_for_function("() => window.annotate !== undefined")
     out["reloaded"] = _shown(page)
+    # The server refuses a rating of this item, not yet heard, even bypassing the buttons.
+    out["unheard_post"] = page.evaluate(
+        "fetch(document.getElementById('annotate').dataset.rateUrl, {method: 'POST',"
+        " credentials: 'same-origin', headers: {'Content-Type': 'application/json',"
+        " 'X-CSRF-Token': JSON.parse(document.body.getAttribute('hx-headers'))['X-CSRF-Token']},"
+        " body: JSON.stringify({fidelity: 3})})"
+        ".then(async r => ({status: r.status, body: await r.json()}))")
     # The invitation link resumes at the same place.
     page.goto(f"{base}/annotate/{token}")
     page.wait_for_url(re.compile(rf".*/annotate/{token}/item/\d+$"))
@@ -105,6 +129,32 @@ def annotator_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, A
     shot1 = Path(cfg["screenshots"]) / "study_a_item1.png"
     page.screenshot(path=str(shot1), full_page=True)
     out["screenshots"] = [str(shot), str(shot1)]
+    return out
+
+
+def researcher_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The study page at 1,366 px: no page-wide horizontal scroll; closing asks first."""
+    out: dict[str, Any] = {}
+    login(page, base, cfg["username"], cfg["password"])
+    page.goto(f"{base}/studies/a/{cfg['study_id']}")
+    out["widths"] = page.evaluate(
+        "({page: document.documentElement.scrollWidth,"
+        " viewport: document.documentElement.clientWidth,"
+        " items_table: document.querySelector('#items table').scrollWidth})")
+    asked: list[str] = []
+
+    def dismiss(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", dismiss)
+    page.click("#close button[type=submit]")
+    page.wait_for_timeout(500)
+    out["close_asked"] = asked
+    out["still_open"] = page.url.endswith(f"/studies/a/{cfg['study_id']}") and \
+        page.locator("#close").count() == 1
+    shot = Path(cfg["screenshots"]) / "study_a_researcher_1366.png"
+    page.screenshot(path=str(shot), full_page=True)
     return out
 
 
@@ -127,6 +177,9 @@ def main() -> None:
             result["annotator"] = guarded("annotator",
                                           lambda: annotator_scenario(page, base, cfg))
             result["wall_s"] = round(time.monotonic() - t0, 2)
+            wide = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+            result["researcher"] = guarded("researcher",
+                                           lambda: researcher_scenario(wide, base, cfg))
             result["console"] = console[-40:]
             browser.close()
     finally:

@@ -8,7 +8,8 @@ The annotator opens their invitation link, plays the utterance with the keyboard
 element's clock advances and its ``played`` ranges are non-empty), rates it with the keyboard
 (fidelity, naturalness, leakage), goes to the next item with the keyboard, reloads the page
 mid-study and finds the next item shown with the first counted as done, and going back shows
-the saved ratings.
+the saved ratings. The ratings stay disabled until the clip has played to the end. The
+researcher's study page fits 1,366 px and "Close study" asks first.
 """
 
 from __future__ import annotations
@@ -45,10 +46,15 @@ def browser_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                          created_by="ada")
         annotator = session.exec(select(Annotator)).one()
         token = annotator.token
+        # The researcher's page is checked on a full-size study (72 items, long item keys).
+        study_id = svc.create_study(session, app.state.catalogue.tasks,
+                                    svc.StudyACreate(name="wide", n_annotators=0),
+                                    created_by="ada").id
     app.state.engine.dispose()
     config = data.parent / "study_a_scenario.json"
     config.write_text(json.dumps({"data_dir": str(data), "token": token,
-                                  "screenshots": str(SCREENSHOTS)}))
+                                  "screenshots": str(SCREENSHOTS), "study_id": study_id,
+                                  "username": "ada", "password": PASSWORD}))
     result = run_scenario("study_a_scenario.py", config, TIMEOUT_S)
     (SCREENSHOTS / "study_a_result.json").write_text(json.dumps(result, indent=2))
     return result
@@ -68,6 +74,27 @@ def test_the_play_key_plays_the_utterance(run: dict[str, Any]) -> None:
     assert audio["played"] and audio["played"][0][1] > audio["played"][0][0]
     assert run["replay"]["paused_at"] > 0.3
     assert run["replay"]["after"] < run["replay"]["paused_at"]  # R went back to the start
+
+
+def test_ratings_open_only_after_the_clip_played_to_the_end(run: dict[str, Any]) -> None:
+    before = run["before_listening"]
+    assert before["buttons"] == 12 and before["disabled"] == 12 and before["note"]
+    assert before["saved"] == 0 and before["pending"] == 0
+    assert before["status"].startswith("Listen to the whole clip first")
+    after = run["after_listening"]
+    assert after["disabled"] == 0 and after["ended"] and after["note_hidden"]
+    refused = run["unheard_post"]
+    assert refused["status"] == 409 and refused["body"]["not_played"] is True
+
+
+def test_researcher_page_fits_1366_and_closing_asks_first(
+        browser_result: dict[str, Any]) -> None:
+    part = browser_result["researcher"]
+    assert "error" not in part, (part.get("error"), part.get("traceback"))
+    widths = part["widths"]
+    assert widths["page"] <= widths["viewport"], widths  # no page-wide horizontal scroll
+    assert len(part["close_asked"]) == 1 and part["close_asked"][0].startswith("Close study “wide”")
+    assert part["still_open"]
 
 
 def test_keyboard_ratings_are_saved_at_once(run: dict[str, Any]) -> None:

@@ -46,6 +46,8 @@ def test_annotator_comments_reach_the_export_as_text(tmp_path: Path) -> None:
         csrf = re.search(r'"X-CSRF-Token": "([^"]+)"', page)
         assert csrf
         for n, formula in enumerate(FORMULAS, start=1):
+            client.post(f"/annotate/{world.annotator}/item/{n}/played", json={},
+                        headers={"X-CSRF-Token": csrf.group(1)})  # listen before rating
             r = client.post(f"/annotate/{world.annotator}/item/{n}/rating",
                             json={"fidelity": 3, "comment": formula},
                             headers={"X-CSRF-Token": csrf.group(1)})
