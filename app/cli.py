@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from app.cli_adapters import adapters
+from app.cli_progress import progress_bar, progress_enabled
 from app.cli_study import study
 from runtime.spec import TaskLoadError, TaskSpec, default_tasks_dir, find_task, load_tasks
 
@@ -30,6 +31,13 @@ def _load_all(paths: tuple[Path, ...] | list[Path]) -> list[TaskSpec]:
     if not tasks:
         _fail(f"no task.yaml found under {', '.join(map(str, paths)) or default_tasks_dir()}")
     return tasks
+
+
+no_progress_option = click.option(
+    "--no-progress", is_flag=True,
+    help="No progress display (drawn on standard error, only when it is a terminal; "
+         "APEX_VOICE_PROGRESS=1 forces it, =0 turns it off).",
+)
 
 
 @click.group()
@@ -109,7 +117,8 @@ def bank() -> None:
               help="kokoro: the pinned Kokoro-82M configuration the committed bank uses "
                    "(needs `apex-voice speech setup`); espeak: fast and robotic, for tests.")
 @click.option("--force", is_flag=True, help="Re-synthesize even unchanged realizations.")
-def bank_build(task_ids: tuple[str, ...], tts: str, force: bool) -> None:
+@no_progress_option
+def bank_build(task_ids: tuple[str, ...], tts: str, force: bool, no_progress: bool) -> None:
     """Synthesize every realization and write the manifest with checksums."""
     from runtime.bank import EspeakEngine, TTSEngine, TTSError, build_bank
 
@@ -121,15 +130,30 @@ def bank_build(task_ids: tuple[str, ...], tts: str, force: bool) -> None:
     else:
         engine = EspeakEngine()
     selected = [find_task(t) for t in task_ids] if task_ids else _load_all([])
-    for task in selected:
-        log: list[str] = []
-        try:
-            manifest = build_bank(task, engine, force=force, log=log)
-        except TTSError as exc:
-            _fail(str(exc))
-        for line in log:
-            click.echo(line)
-        click.echo(f"{task.id}: {len(manifest.items)} realizations in bank ({len(log)} new)")
+    total = sum(len(plan.realizations) for task in selected for plan in task.plans)
+    with progress_bar("bank build", "realizations", total,
+                      progress_enabled(no_progress)) as bar:
+
+        class _TickingLog(list[str]):
+            """build_bank appends one line per realization it synthesizes: one step each."""
+
+            def append(self, line: str) -> None:
+                super().append(line)
+                bar.advance()
+
+        done = 0
+        for task in selected:
+            bar.update(current=task.id)
+            log = _TickingLog()
+            try:
+                manifest = build_bank(task, engine, force=force, log=log)
+            except TTSError as exc:
+                _fail(str(exc))
+            done += sum(len(plan.realizations) for plan in task.plans)
+            bar.update(completed=done)  # the unchanged ones count as done too
+            for line in log:
+                click.echo(line)
+            click.echo(f"{task.id}: {len(manifest.items)} realizations in bank ({len(log)} new)")
 
 
 @bank.command("verify")
@@ -199,13 +223,23 @@ def speech_setup(cache_dir: Path | None, sources_dir: Path | None, force: bool,
 @click.option("--strict-protocol", is_flag=True,
               help="End a run on any provider message type its adapter does not model "
                    "(default: log it as agent.protocol_unknown and go on).")
+@no_progress_option
 def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: int, seed: int,
         clock: str, concurrency: int, out: Path, llm_url: str | None,
-        llm_model: str | None, strict_protocol: bool) -> None:
-    """Run a campaign; finished (task, repeat) pairs in OUT are skipped."""
+        llm_model: str | None, strict_protocol: bool, no_progress: bool) -> None:
+    """Run a campaign; finished (task, repeat) pairs in OUT are skipped. With
+    scripted:NAME, tasks without scripts/NAME.yaml are skipped (one line each on standard
+    error) and the command exits 1 after running the others."""
     from runtime.agents.errors import ProviderConfigError
     from runtime.agents.scripted import ScriptError
-    from runtime.campaign import AgentSpecError, run_campaign
+    from runtime.campaign import (
+        AgentSpecError,
+        is_complete,
+        missing_scripts,
+        per_task_script_name,
+        run_campaign,
+        run_dir_for,
+    )
 
     if bool(task_id) == bool(tasks_dir):
         _fail("give exactly one of --task ID or --tasks DIR")
@@ -227,18 +261,48 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
         selected = [find_task(task_id)] if task_id else _load_all([tasks_dir])  # type: ignore[list-item]
     except TaskLoadError as exc:
         _fail("\n".join(exc.problems))
-    try:
-        summary = asyncio.run(run_campaign(
-            selected, agent_spec, out, repeats=repeats, seed=seed, clock=clock,  # type: ignore[arg-type]
-            concurrency=concurrency, progress=click.echo,
-        ))
-    except (AgentSpecError, ScriptError, ProviderConfigError) as exc:
-        _fail(str(exc))
+    script_name = per_task_script_name(agent_spec)
+    missing = missing_scripts(selected, agent_spec)
+    if missing and len(missing) == len(selected):
+        _fail(f"no task has scripts/{script_name}.yaml (looked for "
+              f"{missing[0][1]}{f' and {len(missing) - 1} more' if len(missing) > 1 else ''})")
+    for task, path in missing:
+        click.echo(f"skipped {task.id}: no script {path}", err=True)
+    skipped_ids = {task.id for task, _ in missing}
+    selected = [t for t in selected if t.id not in skipped_ids]
+    to_run = sum(not is_complete(run_dir_for(out, t.id, r)) for t in selected
+                 for r in range(repeats))
+    running: list[str] = []
+    with progress_bar("run", "runs", to_run, progress_enabled(no_progress)) as bar:
+
+        def started(label: str) -> None:
+            running.append(label)
+            bar.update(current=", ".join(running))
+
+        def finished(line: str) -> None:
+            click.echo(line)
+            label = line.partition(":")[0]  # the line starts with the run's label
+            if label in running:
+                running.remove(label)
+            bar.update(current=", ".join(running))
+            bar.advance()
+
+        try:
+            summary = asyncio.run(run_campaign(
+                selected, agent_spec, out, repeats=repeats, seed=seed, clock=clock,  # type: ignore[arg-type]
+                concurrency=concurrency, progress=finished, on_start=started,
+            ))
+        except (AgentSpecError, ScriptError, ProviderConfigError) as exc:
+            _fail(str(exc))
     click.echo(
         f"{len(summary.ran)} run(s) done, {len(summary.skipped)} already complete"
         + (f", {len(summary.moved_aside)} incomplete moved to {out}/.incomplete"
            if summary.moved_aside else "")
     )
+    if missing:
+        click.echo(f"{len(missing)} task{'s' if len(missing) != 1 else ''} skipped: "
+                   f"no scripts/{script_name}.yaml", err=True)
+        sys.exit(1)
 
 
 # --------------------------------------------------------------------------- grading
@@ -264,8 +328,9 @@ def _task_index() -> dict[str, TaskSpec]:
 @click.option("--judge", "judge_kind", type=click.Choice(["none", "openai"]), default="none",
               show_default=True, help="Semantic judge for escalated fields (appendix D.5).")
 @click.option("--judge-cache", type=click.Path(path_type=Path), default=None)
+@no_progress_option
 def grade(run_dirs: tuple[Path, ...], as_json: bool, judge_kind: str,
-          judge_cache: Path | None) -> None:
+          judge_cache: Path | None, no_progress: bool) -> None:
     """Grade run directories: four gates, WS, AFA and the field table."""
     from grading.gates import RunDirError, grade_run_dir
     from runtime.campaign import find_run_dirs
@@ -276,12 +341,15 @@ def grade(run_dirs: tuple[Path, ...], as_json: bool, judge_kind: str,
     if not dirs:
         _fail(f"no run directory (a folder with meta.json) under {', '.join(map(str, run_dirs))}")
     out = []
-    for d in dirs:
-        try:
-            g = grade_run_dir(d, index, judge=judge)
-        except RunDirError as exc:
-            _fail(str(exc))
-        out.append(g)
+    with progress_bar("grade", "run dirs", len(dirs), progress_enabled(no_progress)) as bar:
+        for d in dirs:
+            bar.update(current=f"{d.parent.name}/{d.name}")
+            try:
+                g = grade_run_dir(d, index, judge=judge)
+            except RunDirError as exc:
+                _fail(str(exc))
+            out.append(g)
+            bar.advance()
     if as_json:
         keys = {"run_id", "task_id", "gates", "WS", "afa", "stale_fields", "fields",
                 "gate_reasons", "end_reason", "infrastructure_failure", "problems"}
@@ -306,16 +374,21 @@ def grade(run_dirs: tuple[Path, ...], as_json: bool, judge_kind: str,
               show_default=True)
 @click.option("--judge-cache", type=click.Path(path_type=Path), default=None)
 @click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
+@no_progress_option
 def report(campaign_dir: Path, as_json: bool, html_file: Path | None, judge_kind: str,
-           judge_cache: Path | None, seed: int) -> None:
+           judge_cache: Path | None, seed: int, no_progress: bool) -> None:
     """Scorecard of a campaign: Pass@1/Pass@3/Reliable@3 with task-level bootstrap CIs."""
     from grading.report import build_report
 
     judge = _judge(judge_kind, judge_cache)
-    try:
-        rep = build_report(campaign_dir, _task_index(), judge=judge, seed=seed)
-    except ValueError as exc:
-        _fail(str(exc))
+    index = _task_index()
+    with progress_bar("report", "runs loaded", None, progress_enabled(no_progress)) as bar:
+        try:
+            rep = build_report(campaign_dir, index, judge=judge, seed=seed,
+                               on_run=lambda done, total: bar.update(completed=done,
+                                                                     total=total))
+        except ValueError as exc:
+            _fail(str(exc))
     if as_json:
         click.echo(rep.model_dump_json(indent=2))
     else:

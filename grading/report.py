@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from grading.gates import RunGrade, grade_run_dir, read_meta
@@ -25,23 +25,28 @@ def outcome_of(grade: RunGrade, task: TaskSpec, repeat: int) -> RunOutcome:
 
 
 def campaign_outcomes(
-    campaign_dir: Path, tasks: Mapping[str, TaskSpec], *, judge: Judge | None = None
+    campaign_dir: Path, tasks: Mapping[str, TaskSpec], *, judge: Judge | None = None,
+    on_run: Callable[[int, int], None] | None = None,
 ) -> list[RunOutcome]:
+    """``on_run(done, total)`` is called after each run directory is loaded and graded."""
     from runtime.campaign import find_run_dirs
 
     outcomes: list[RunOutcome] = []
-    for run_dir in find_run_dirs([campaign_dir]):
+    run_dirs = find_run_dirs([campaign_dir])
+    for run_dir in run_dirs:
         meta = read_meta(run_dir)
         grade = grade_run_dir(run_dir, tasks, judge=judge)
         outcomes.append(outcome_of(grade, tasks[grade.task_id], int(meta.get("repeat", 0))))
+        if on_run is not None:
+            on_run(len(outcomes), len(run_dirs))
     return outcomes
 
 
 def build_report(
     campaign_dir: Path, tasks: Mapping[str, TaskSpec], *, judge: Judge | None = None,
-    seed: int = 0, n_resamples: int = 10_000,
+    seed: int = 0, n_resamples: int = 10_000, on_run: Callable[[int, int], None] | None = None,
 ) -> CampaignReport:
-    outcomes = campaign_outcomes(campaign_dir, tasks, judge=judge)
+    outcomes = campaign_outcomes(campaign_dir, tasks, judge=judge, on_run=on_run)
     if not outcomes:
         raise ValueError(f"{campaign_dir}: no run directories (folders with meta.json) found")
     return campaign_report(outcomes, n_resamples=n_resamples, seed=seed)

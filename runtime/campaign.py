@@ -53,6 +53,28 @@ class AgentFactory:
     make: Callable[[TaskSpec], AgentAdapter]
 
 
+def task_script_path(task: TaskSpec, name: str) -> Path:
+    """Where ``scripted:NAME`` looks for the task's script."""
+    return task.folder / "scripts" / f"{name}.yaml"
+
+
+def per_task_script_name(spec: str) -> str | None:
+    """NAME for a ``scripted:NAME`` spec (a script per task), else None (a path or no script)."""
+    kind, _, arg = spec.partition(":")
+    if kind != "scripted" or not arg or arg.endswith((".yaml", ".yml")):
+        return None
+    return arg
+
+
+def missing_scripts(tasks: list[TaskSpec], spec: str) -> list[tuple[TaskSpec, Path]]:
+    """Tasks without the script a ``scripted:NAME`` spec needs, each with the path looked for."""
+    name = per_task_script_name(spec)
+    if name is None:
+        return []
+    return [(t, task_script_path(t, name)) for t in tasks
+            if not task_script_path(t, name).is_file()]
+
+
 def parse_agent_spec(spec: str) -> AgentFactory:
     kind, _, arg = spec.partition(":")
     if kind == "scripted":
@@ -61,9 +83,7 @@ def parse_agent_spec(spec: str) -> AgentFactory:
         speech = SpeechCache(EspeakEngine(), cache_dir() / "agent-speech")
 
         def make(task: TaskSpec) -> AgentAdapter:
-            path = Path(arg) if arg.endswith((".yaml", ".yml")) else (
-                task.folder / "scripts" / f"{arg}.yaml"
-            )
+            path = Path(arg) if arg.endswith((".yaml", ".yml")) else task_script_path(task, arg)
             return ScriptedAgent(load_script(path), speech, label=f"scripted:{path.stem}")
 
         return AgentFactory(spec, make)
@@ -130,7 +150,10 @@ async def run_campaign(
     tasks: list[TaskSpec], agent_spec: str, out: Path, *, repeats: int = 1, seed: int = 0,
     clock: ClockMode = "virtual", concurrency: int = 4,
     progress: Callable[[str], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
 ) -> CampaignSummary:
+    """``progress`` gets one line per finished run, starting ``ID rK:``; ``on_start`` gets
+    ``ID rK`` as that run starts."""
     factory = parse_agent_spec(agent_spec)
     out.mkdir(parents=True, exist_ok=True)
     (out / "campaign.json").write_text(json.dumps({
@@ -158,6 +181,8 @@ async def run_campaign(
 
     async def one(task: TaskSpec, rep: int, rd: Path) -> None:
         async with gate:
+            if on_start is not None:
+                on_start(f"{task.id} r{rep}")
             result = await run_one(task, factory, rd, seed=seed, repeat=rep, clock=clock)
             summary.ran.append(result)
             if progress is not None:
