@@ -10,6 +10,7 @@
    a worker thread while the clock runs. A virtual-clock warm-up run first fills the agent-speech
    cache, as repeated campaigns do; ``--cold`` skips it (first synthesis of every phrase paid).
 
+Every run ends with the machine's load (``bench/benchlib.py``).
 Each section is a function ``bench_<name>(args) -> list[str]`` (see ``bench/bench_speech.py``).
 Usage: .venv/bin/python bench/bench_baseline.py [--sections asr,vad,latency] [--task ID]
        [--utterances N] [--tts kokoro|espeak] [--cold]
@@ -20,11 +21,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from benchlib import load_line, load_now, spread
 
 from runtime.audio import SAMPLE_RATE, Pcm, frames, read_mono
 from runtime.campaign import parse_agent_spec, run_one
@@ -65,8 +67,8 @@ def bench_asr(args: argparse.Namespace) -> list[str]:
         audio_s += len(pcm) / SAMPLE_RATE
     return [
         f"ASR  faster-whisper tiny.en int8, {args.threads} threads: load {load_s:.2f} s",
-        f"ASR  {len(items)} bank utterances, {audio_s:.1f} s of audio: RTF {busy / audio_s:.3f} "
-        f"(median {statistics.median(per_call) * 1000:.0f} ms per utterance)",
+        f"ASR  {len(items)} bank utterances, {audio_s:.1f} s of audio: RTF {busy / audio_s:.3f}; "
+        f"per utterance {spread([x * 1000 for x in per_call], '.0f', ' ms')}",
     ]
 
 
@@ -121,9 +123,8 @@ def bench_latency(args: argparse.Namespace) -> list[str]:
     )
     if lat:
         lines.append(
-            f"response latency (user end of speech -> agent audio), {len(lat)} answers: "
-            f"median {statistics.median(lat)} ms, min {min(lat)} ms, max {max(lat)} ms "
-            f"(includes the VAD's 800 ms end-of-utterance wait)"
+            f"response latency (user end of speech -> agent audio) over the answers: "
+            f"{spread(lat, '.0f', ' ms')} (includes the VAD's 800 ms end-of-utterance wait)"
         )
     else:
         lines.append("response latency: the agent answered no user utterance")
@@ -147,9 +148,11 @@ def main() -> None:
                         help="the agent's voice (default: Kokoro when its assets are set up)")
     parser.add_argument("--cold", action="store_true", help="no warm-up run (cold TTS cache)")
     args = parser.parse_args()
+    start = load_now()
     for name in args.sections.split(","):
         for line in SECTIONS[name.strip()](args):
             print(line, flush=True)
+    print(load_line(start, args.threads))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from benchlib import load_line, load_now, spread
 
 from grading.gates import grade_run_dir
 from runtime.agents.base import AgentEvent, AgentSessionConfig
@@ -77,7 +78,7 @@ def main() -> None:
                 media += res.media_ms / 1000
         return media, time.perf_counter() - t0
 
-    load = os.getloadavg()
+    load = load_now()
     cold_media, cold_wall = asyncio.run(campaign(oracle, "cold", 1))
     speeds = []
     media = wall = 0.0
@@ -91,18 +92,12 @@ def main() -> None:
     silent = AgentFactory("silent", lambda task: SilentAgent())
     floor_media, floor_wall = asyncio.run(campaign(silent, "floor", 1))
     print("== virtual media clock (scripted oracle conversations)")
-    end_load = os.getloadavg()
-    print(f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} at start, "
-          f"{end_load[0]:.2f} at end" + ("  (BUSY: figures are pessimistic)"
-                                          if max(load[0], end_load[0]) > 0.5 * (os.cpu_count() or 1)
-                                          else ""))
+    print(load_line(load))
     print(f"tasks: {len(tasks)}, runs: {len(tasks) * args.repeats}, "
           f"media: {media / 60:.2f} min, wall: {wall:.2f} s")
     med, floor = statistics.median(speeds), statistics.median(floors)
-    print(f"speed: median {med:.0f}x real time over {args.repeats} campaigns "
-          f"(min {min(speeds):.0f}, max {max(speeds):.0f})  (target >= 30x)")
-    print(f"floor, null loop (frames into a stereo WAV only): median {floor:.0f}x "
-          f"(min {min(floors):.0f}, max {max(floors):.0f})")
+    print(f"speed over {args.repeats} campaigns: {spread(speeds, '.0f', 'x')}  (target >= 30x)")
+    print(f"floor, null loop (frames into a stereo WAV only): {spread(floors, '.0f', 'x')}")
     print(f"ratio: virtual clock / null-loop floor = {med / floor:.1%}  (target >= 30 %)")
     print(f"first run with cold agent-speech cache: {cold_media / cold_wall:.0f}x real time")
     print(f"floor, silent agent (idle timeout): {floor_media / floor_wall:.0f}x real time")
