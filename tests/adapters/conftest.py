@@ -93,19 +93,23 @@ CONFIG = AgentSessionConfig(
 
 
 async def drive(adapter: AgentAdapter, pcm_frames: list[Pcm], *, t0: int = 0,
-                answer_tools: bool = True) -> list[AgentEvent]:
+                answer_tools: bool = True,
+                timed: list[tuple[int, AgentEvent]] | None = None) -> list[AgentEvent]:
     """Feed frames the way the orchestrator does: send a frame, poll, answer tool calls at
     once, play agent audio out 40 ms per frame, and on ``Interrupted`` drop the unplayed audio
-    and report what was heard with ``truncated`` (runtime/orchestrator.py, reduced)."""
+    and report what was heard with ``truncated`` (runtime/orchestrator.py, reduced).
+    ``timed`` also collects each event with the index of the frame it arrived at."""
     events: list[AgentEvent] = []
     buffered = played = 0
     speaking = done = False
     t = t0
-    for frame in pcm_frames:
+    for i, frame in enumerate(pcm_frames):
         assert len(frame) == FRAME_SAMPLES
         await adapter.send_audio(frame, t)
         for event in await adapter.poll(t):
             events.append(event)
+            if timed is not None:
+                timed.append((i, event))
             if answer_tools and isinstance(event, ToolCallRequest):
                 await adapter.send_tool_result(event.call_id, {"ok": True})
             elif isinstance(event, AudioDelta):

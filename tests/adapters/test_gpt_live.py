@@ -24,8 +24,8 @@ from runtime.agents.base import (
     TranscriptDone,
 )
 from runtime.agents.scripted import Script, ScriptTool, ScriptTurn
-from runtime.audio import FRAME_SAMPLES, SAMPLE_RATE, Pcm, frames, silence
-from tests.adapters.conftest import CONFIG, speech, user_turn
+from runtime.audio import SAMPLE_RATE, Pcm, frames, silence
+from tests.adapters.conftest import CONFIG, drive, speech, user_turn
 from tests.adapters.harness import Scenario
 from tests.fakes.realtime.gpt_live import TRANSCRIPT_LAG_MS
 from tests.fakes.realtime.harness import GptLiveHarness
@@ -43,33 +43,12 @@ async def live() -> AsyncIterator[GptLiveHarness]:
 
 
 async def timeline(h: GptLiveHarness, pcm_frames: list[Pcm]) -> list[tuple[int, AgentEvent]]:
-    """Drive the adapter like the orchestrator (play 40 ms per frame, cut on Interrupted);
+    """Drive the adapter like the orchestrator (:func:`~tests.adapters.conftest.drive`);
     every event with the frame index it arrived at."""
     adapter = h.adapter()
     await adapter.connect(CONFIG)
     out: list[tuple[int, AgentEvent]] = []
-    buffered, played, speaking, done = 0, 0, False, False
-    for i, frame in enumerate(pcm_frames):
-        t = i * 40
-        await adapter.send_audio(frame, t)
-        for event in await adapter.poll(t):
-            out.append((i, event))
-            if isinstance(event, ToolCallRequest):
-                await adapter.send_tool_result(event.call_id, {"ok": True})
-            elif isinstance(event, AudioDelta):
-                if not speaking:
-                    speaking, played, done = True, 0, False
-                buffered += len(event.pcm)
-            elif isinstance(event, ResponseDone):
-                done = True
-            elif isinstance(event, Interrupted) and speaking and buffered:
-                await adapter.truncated(played * 1000 // SAMPLE_RATE)
-                speaking, buffered = False, 0
-        if speaking and buffered:
-            chunk = min(FRAME_SAMPLES, buffered)
-            buffered, played = buffered - chunk, played + chunk
-        if speaking and not buffered and done:
-            speaking = False
+    await drive(adapter, pcm_frames, timed=out)
     await adapter.close()
     return out
 
