@@ -111,8 +111,10 @@ async def annotate_item(request: Request, token: str, n: int, session: SessionDe
     return _private(page_or_fragment(request, "annotate.html", "_annotate_item.html", context))
 
 
-@router.post("/annotate/{token}/item/{n}/rating")
-async def annotate_rate(request: Request, token: str, n: int, session: SessionDep) -> Response:
+async def _posted_item(request: Request, token: str, n: int,
+                       session: SessionDep) -> tuple[Annotator, StudyAItem] | Response:
+    """The annotator and item ``n`` of a JSON POST, or the JSON error to answer with: an unknown
+    link or item (404), a failed CSRF check (403)."""
     annotator = svc.annotator_by_token(session, token)
     if annotator is None:
         return _json({"error": NOT_FOUND}, 404)
@@ -125,6 +127,15 @@ async def annotate_rate(request: Request, token: str, n: int, session: SessionDe
     item = session.get(StudyAItem, annotator.order[n - 1])
     if item is None:
         return _json({"error": NO_ITEM}, 404)
+    return annotator, item
+
+
+@router.post("/annotate/{token}/item/{n}/rating")
+async def annotate_rate(request: Request, token: str, n: int, session: SessionDep) -> Response:
+    found = await _posted_item(request, token, n, session)
+    if isinstance(found, Response):
+        return found
+    annotator, item = found
     try:
         body = await request.json()
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -153,18 +164,10 @@ async def annotate_rate(request: Request, token: str, n: int, session: SessionDe
 @router.post("/annotate/{token}/item/{n}/played")
 async def annotate_played(request: Request, token: str, n: int, session: SessionDep) -> Response:
     """The page's report that the item's clip played to the end: its ratings open."""
-    annotator = svc.annotator_by_token(session, token)
-    if annotator is None:
-        return _json({"error": NOT_FOUND}, 404)
-    if not 1 <= n <= len(annotator.order):
-        return _json({"error": NO_ITEM}, 404)
-    try:
-        await verify_csrf(request)
-    except HTTPException as exc:
-        return _json({"error": str(exc.detail)}, 403)
-    item = session.get(StudyAItem, annotator.order[n - 1])
-    if item is None:
-        return _json({"error": NO_ITEM}, 404)
+    found = await _posted_item(request, token, n, session)
+    if isinstance(found, Response):
+        return found
+    annotator, item = found
     try:
         svc.mark_played(session, annotator, item)
     except svc.RatingLocked as exc:
