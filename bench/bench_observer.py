@@ -26,6 +26,8 @@ from runtime.observer_eval import (
     PredictedAct,
     Score,
     Split,
+    corpus_dir,
+    load_file,
     load_split,
     score,
 )
@@ -105,6 +107,32 @@ def report(split: Split, tasks: dict[str, TaskSpec], show_errors: bool) -> Score
     return result
 
 
+def agreement(tasks: dict[str, TaskSpec]) -> None:
+    """The anchor: how far blind annotators (who labelled the held-out texts from the guide and
+    the task files alone, never seeing the labels) agree with the held-out labels, scored
+    exactly as the observer is. The observer's figure is read against this ceiling."""
+    held = load_split("heldout", tasks)
+    for folder in sorted((corpus_dir() / "agreement").glob("*/")):
+        labels = {}
+        for path in sorted(folder.glob("*.yaml")):
+            for item in load_file(path).items:
+                labels[item.id] = item
+        texts = {item.text: labels[item.id] for _, item in held if item.id in labels}
+        if len(texts) != len(held):
+            print(f"  {folder.name}: labels {len(texts)} of {len(held)} held-out turns; skipped")
+            continue
+
+        def blind(task: TaskSpec, text: str, texts: dict[str, object] = texts,
+                  ) -> list[PredictedAct]:
+            return [PredictedAct(act=a.act, field=a.field, action=a.action)
+                    for a in texts[text].acts]  # type: ignore[attr-defined]
+
+        s = score(held, blind)
+        print(f"  blind annotator {folder.name}: macro F1 {s.macro_f1:.3f}, approval P "
+              f"{_fmt(s.approval.precision)} R {_fmt(s.approval.recall)}, ask(field) F1 "
+              f"{_fmt(s.ask_field.f1)}, restate(field) F1 {_fmt(s.restate_field.f1)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--errors", choices=["dev"], help="list the misses of the dev split")
@@ -125,6 +153,8 @@ def main() -> int:
            and (a.precision or 0) >= TARGETS["approval_precision"]
            and (a.recall or 0) >= TARGETS["approval_recall"])
     print(f"  targets {'met' if met else 'NOT met'}")
+    print("\n== anchor: blind annotators against the held-out labels (the labels' own ceiling)")
+    agreement(tasks)
     return 0
 
 

@@ -55,9 +55,9 @@ def test_labels_name_real_fields_and_actions(tasks: dict[str, TaskSpec], tmp_pat
 
 
 def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]) -> None:
-    """A regression floor on the development split (the first development files and the
-    retired first held-out split, ``*.h1.yaml``), a little under what bench_observer printed
-    when the split was formed (macro F1 0.884, approval P 0.981, R 0.918)."""
+    """A regression floor on the development split, a little under what bench_observer printed
+    when its last files (writers dev-4 and dev-5, ``*.d4.yaml``/``*.d5.yaml``) were added:
+    macro F1 0.852, approval P 0.984, R 0.927."""
     observers = {t: SemanticActObserver(task) for t, task in tasks.items()}
 
     def observe(task: TaskSpec, text: str) -> list[PredictedAct]:
@@ -65,6 +65,21 @@ def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]
                 for a in observers[task.id].observe(text)]
 
     result = score(load_split("dev", tasks), observe)
-    assert result.macro_f1 >= 0.87
+    assert result.macro_f1 >= 0.84
     assert (result.approval.precision or 0) >= 0.97
-    assert (result.approval.recall or 0) >= 0.90
+    assert (result.approval.recall or 0) >= 0.91
+
+
+def test_blind_annotations_cover_the_held_out_split(tasks: dict[str, TaskSpec]) -> None:
+    """bench_observer's anchor: each blind annotator labelled every held-out turn, with the
+    same text, naming only the task's own fields and actions."""
+    held = {item.id: item.text for _, item in load_split("heldout", tasks)}
+    folders = sorted(p for p in (corpus_dir() / "agreement").iterdir() if p.is_dir())
+    assert len(folders) >= 2
+    for folder in folders:
+        seen: dict[str, str] = {}
+        for path in sorted(folder.glob("*.yaml")):
+            corpus = load_file(path)
+            assert check_file(corpus, tasks[corpus.task], path) == []
+            seen |= {item.id: item.text for item in corpus.items}
+        assert seen == held, folder.name
