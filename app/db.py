@@ -6,24 +6,31 @@ that is empty (0 bytes), not an SQLite file, damaged, or missing from a data dir
 used before; it never starts empty in place of one unless asked (``init_db``, ``apex-voice serve
 --init-db``), and then keeps the old file aside. Database files are created readable by their
 owner only (0600); an older, wider mode is tightened.
+
+Any other URL (PostgreSQL: ``postgresql+psycopg://user:pass@host/db``, docs/webapp.md
+"PostgreSQL") is first connected to: a server that cannot be reached, a wrong password or a
+database that does not exist is refused with one line naming the URL (password hidden) and
+what to do. Sessions on PostgreSQL run in UTC, so the zone-less timestamp columns hold UTC as
+they do on SQLite; concurrent start-ups of several app processes migrate one at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from alembic import command
 from alembic.config import Config
 from alembic.util.exc import CommandError
-from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import Engine, make_url, text
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlmodel import Session, create_engine
 
 if TYPE_CHECKING:
@@ -40,25 +47,88 @@ class DatabaseRefused(Exception):
     """The database cannot be used as it is; the message is one line: why, and what to do."""
 
 
+MIGRATION_LOCK = 0x41504558  # "APEX": the advisory lock that serializes migrations
+LOCK_WAIT = "15s"
+"""Longest wait for a row lock on PostgreSQL (the locks of app/study_a.py and app/study_b.py
+last milliseconds)."""
+
+
+def shown_url(url: str) -> str:
+    """``url`` fit for messages and logs: its password hidden."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(a database URL that cannot be parsed)"
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         return create_engine(url, connect_args={"check_same_thread": False})
+    if make_url(url).get_backend_name() == "postgresql":
+        # Sessions run in UTC, whatever the server's default zone (timestamps are UTC). A row
+        # lock is waited for at most LOCK_WAIT: request handlers wait on the event loop, so a
+        # lock that is never released must end in an error for one request, not freeze the
+        # process.
+        return create_engine(url, pool_pre_ping=True, connect_args={
+            "options": f"-c timezone=UTC -c lock_timeout={LOCK_WAIT}"})
     return create_engine(url, pool_pre_ping=True)
 
 
-def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest migration."""
+def alembic_config() -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
+    return cfg
+
+
+def migrate(engine: Engine, revision: str = "head") -> None:
+    """Bring the schema to ``revision`` (default: the newest migration). On PostgreSQL the
+    whole upgrade is one transaction under an advisory lock, so app processes starting at
+    the same time migrate one after the other (the later ones find nothing left to do)."""
+    cfg = alembic_config()
+    with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":  # another process's migration may take a while
+            conn.execute(text("SET LOCAL lock_timeout = 0"))
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+def downgrade(engine: Engine, revision: str) -> None:
+    """Take the schema back to ``revision`` (``base``: no tables); for tests and operators
+    undoing an upgrade."""
+    cfg = alembic_config()
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+        command.downgrade(cfg, revision)
 
 
 def session_for(engine: Engine) -> Iterator[Session]:
     with Session(engine) as session:
         yield session
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def releasing(fn: Callable[Concatenate[Session, P], R]) -> Callable[Concatenate[Session, P], R]:
+    """For a function that takes a row lock (``SELECT … FOR UPDATE``) in ``session``'s
+    transaction: whatever it raises, the transaction is rolled back first, so the lock never
+    outlives the call. (A request handler that returned with a lock still held would release it
+    only when its session closes, after an ``await``; meanwhile the same process's next request
+    for that row blocks the event loop, and the close never runs: both processes of a shared
+    PostgreSQL stalled that way. Every lock must end before anything awaits.)"""
+
+    @functools.wraps(fn)
+    def wrapper(session: Session, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(session, *args, **kwargs)
+        except BaseException:
+            session.rollback()
+            raise
+
+    return wrapper
 
 
 def _sqlite_path(url: str) -> Path | None:
@@ -150,6 +220,24 @@ def _prepare_sqlite(path: Path, *, init: bool, used_before: str | None) -> None:
     _create_private(path)
 
 
+def _check_server(url: str, engine: Engine) -> None:
+    """Connect once before migrating: an unreachable server, a refused login or a missing
+    database is one line naming the URL (no password) and what to do."""
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        engine.dispose()
+        cause = getattr(exc, "orig", None) or exc
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        first = first.replace(make_url(url).password or "\0", "***")
+        raise DatabaseRefused(
+            f"the database {shown_url(url)} cannot be reached ({first}); check that its server "
+            "is running and reachable from here, that the user, password and database name in "
+            "DATABASE_URL are right and that the database exists (create it with the server's "
+            "tools, e.g. `createdb`)") from None
+
+
 def open_database(settings: Settings) -> Engine:
     """The app's engine, checked (SQLite) and migrated; :class:`DatabaseRefused` with a
     one-line message when the database cannot be used as it is."""
@@ -166,7 +254,15 @@ def open_database(settings: Settings) -> Engine:
         raise DatabaseRefused("--init-db applies to the SQLite database in the data directory "
                               "only; create an empty database with your database server's "
                               "tools instead")
-    engine = make_engine(url)
+    try:
+        engine = make_engine(url)
+    except (ArgumentError, ImportError) as exc:
+        raise DatabaseRefused(
+            f"DATABASE_URL {shown_url(url)} cannot be used ({exc}); write it as "
+            "postgresql+psycopg://USER:PASSWORD@HOST:PORT/DATABASE, or leave it unset for the "
+            "SQLite database in the data directory") from None
+    if path is None:
+        _check_server(url, engine)
     try:
         migrate(engine)
     except (SQLAlchemyError, CommandError, sqlite3.Error) as exc:

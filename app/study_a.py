@@ -29,6 +29,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
+from app.db import releasing
 from app.models import _now
 from app.models_study_a import Annotator, ItemVisit, StudyA, StudyAItem
 from app.models_study_a import Rating as RatingRow
@@ -282,7 +283,11 @@ def set_position(session: Session, annotator: Annotator, position: int) -> None:
 
 
 def _locked_reason(session: Session, annotator: Annotator) -> str | None:
-    session.refresh(annotator)
+    # Re-read the annotator and hold its row until the save commits (PostgreSQL: SELECT … FOR
+    # NO KEY UPDATE; SQLite has no row locks and ignores it, its writers take turns anyway):
+    # a submit handled by another app process at the same moment then either comes first (and
+    # this save is refused) or waits for this save, which it then counts.
+    session.refresh(annotator, with_for_update={"key_share": True})
     if annotator.submitted_at is not None:
         return "your ratings are handed in and locked; they can no longer change"
     study = session.get(StudyA, annotator.study_id)
@@ -291,6 +296,7 @@ def _locked_reason(session: Session, annotator: Annotator) -> str | None:
     return None
 
 
+@releasing
 def save_rating(session: Session, annotator: Annotator, item: StudyAItem,
                 change: RatingUpdate) -> RatingRow:
     """Save the fields given in ``change`` (and only those) for one item, at once.
@@ -326,6 +332,7 @@ def save_rating(session: Session, annotator: Annotator, item: StudyAItem,
     return row
 
 
+@releasing
 def submit(session: Session, annotator: Annotator) -> None:
     """Lock the annotator's ratings. Every item needs all three ratings first (the comment is
     optional); otherwise :class:`QueueIncomplete` lists the positions still missing."""
@@ -381,6 +388,7 @@ def mark_opened(session: Session, annotator: Annotator, item: StudyAItem) -> Non
         _visit_mark(session, annotator, item, "opened_at")
 
 
+@releasing
 def mark_played(session: Session, annotator: Annotator, item: StudyAItem) -> None:
     """The page reports that the item's clip played to the end."""
     reason = _locked_reason(session, annotator)
@@ -401,6 +409,7 @@ def has_played(session: Session, annotator: Annotator, item: StudyAItem) -> bool
     return visit is not None and visit.played_at is not None
 
 
+@releasing
 def save_rating_after_listening(session: Session, annotator: Annotator, item: StudyAItem,
                                 change: RatingUpdate) -> RatingRow:
     """:func:`save_rating` for the annotator's page: a rating (not a comment) needs the clip

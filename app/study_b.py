@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from sqlalchemy import ColumnElement, CursorResult, update
 from sqlmodel import Session, col, select
 
+from app.db import releasing
 from app.demo import AgentChoice, agent_choices
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.runindex import grade_cached
@@ -245,6 +246,16 @@ def plan_of(study: StudyB) -> StudyBPlan:
     return StudyBPlan.from_json(study.plan)
 
 
+def lock_study(db: Session, study: StudyB) -> None:
+    """Re-read ``study`` and hold its row until the transaction ends. On PostgreSQL (SELECT …
+    FOR NO KEY UPDATE) a plan edit, launch, close or join-link claim handled by another app
+    process at the same moment waits for this one and then works on what it wrote: no edit
+    is lost and a launched study's plan is never edited. SQLite has no row locks and ignores
+    the clause; one app process serves it, and its writes take turns. The caller ends the
+    transaction before it returns (commit, or :func:`app.db.releasing` on an error)."""
+    db.get(StudyB, study.id, with_for_update={"key_share": True}, populate_existing=True)
+
+
 def _require_draft(study: StudyB, what: str) -> None:
     if study.status != "draft":
         raise StudyStateError(f"cannot {what}: study {study.id} is {study.status}; the plan is "
@@ -261,8 +272,10 @@ def _store_plan(db: Session, study: StudyB, plan: StudyBPlan) -> StudyBPlan:
     return plan
 
 
+@releasing
 def swap(db: Session, study: StudyB, a: tuple[str, int], b: tuple[str, int]) -> StudyBPlan:
     """Exchange two planned sessions; refused (PlanRejected) when the result breaks the design."""
+    lock_study(db, study)
     _require_draft(study, "edit the plan")
     try:
         plan = swap_sessions(plan_of(study), a, b)
@@ -274,8 +287,10 @@ def swap(db: Session, study: StudyB, a: tuple[str, int], b: tuple[str, int]) -> 
     return _store_plan(db, study, plan)
 
 
+@releasing
 def import_plan_csv(db: Session, study: StudyB, text: str) -> StudyBPlan:
     """Replace the plan by an edited CSV export; every violation is listed when it is refused."""
+    lock_study(db, study)
     _require_draft(study, "import a plan")
     if not text.strip():
         raise PlanRejected(["the uploaded plan CSV is empty"])
@@ -294,8 +309,10 @@ def import_plan_csv(db: Session, study: StudyB, text: str) -> StudyBPlan:
     return _store_plan(db, study, plan)
 
 
+@releasing
 def regenerate(db: Session, study: StudyB, seed: int) -> StudyBPlan:
     """A fresh plan from ``seed`` with the study's tasks, systems and sizes."""
+    lock_study(db, study)
     _require_draft(study, "regenerate the plan")
     current = plan_of(study)
     plan = _plan_or_error(study.task_ids, study.systems, seed=seed,
@@ -335,9 +352,11 @@ def session_run_rel(study_id: int, label: str, position: int, task_id: str) -> s
     return rel
 
 
+@releasing
 def launch(db: Session, study: StudyB) -> list[Participant]:
     """Freeze the plan: one participant (with an unguessable token) per plan label and one
     pending session row per planned session."""
+    lock_study(db, study)
     _require_draft(study, "launch")
     plan = plan_of(study)
     problems = check_plan(plan)
@@ -364,7 +383,9 @@ def launch(db: Session, study: StudyB) -> list[Participant]:
     return people
 
 
+@releasing
 def close(db: Session, study: StudyB) -> None:
+    lock_study(db, study)
     if study.status != "launched":
         raise StudyStateError(f"cannot close study {study.id}: it is {study.status}")
     study.status = "closed"
@@ -401,6 +422,7 @@ def holder_of(db: Session, study: StudyB, external_pid: str) -> Participant | No
                                              Participant.external_pid == external_pid)).first()
 
 
+@releasing
 def claim_participant(db: Session, study: StudyB, external_pid: str,
                       study_ref: str | None = None, session_ref: str | None = None, *,
                       expire_after: timedelta | None = None, now: datetime | None = None,
@@ -412,8 +434,12 @@ def claim_participant(db: Session, study: StudyB, external_pid: str,
     than that whose participant never answered the consent page (oldest claim first). An
     expired place gets a new token, so the link its previous claimant was sent opens nothing."""
     assert study.id is not None
+    # Claims of one study take turns (the study's row is held until the first commit below):
+    # two arrivals with the same id, in two app processes, must not claim two places.
+    lock_study(db, study)
     known = holder_of(db, study, external_pid)
     if known is not None:
+        db.rollback()  # nothing to write: free the study's row
         return known
     now = now or datetime.now(UTC)
     # A snapshot of the candidates as plain values: each update below commits, after which the

@@ -112,6 +112,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return render(request, "error.html", {"status": 400, "message": f"Bad request: {detail}"},
                       status=400)
 
+    from sqlalchemy.exc import DataError
+
+    @app.exception_handler(DataError)
+    async def _unstorable(request: Request, exc: DataError) -> Response:
+        """Input the database cannot hold is a bad request, not a server error: PostgreSQL
+        refuses a NUL character in text and text longer than its column (SQLite stores
+        both), whatever a route checked before."""
+        if "NUL" in str(exc.orig):
+            message = ("Bad request: text with a NUL character (\\0) cannot be stored or "
+                       "looked up; remove it and try again.")
+        else:
+            message = ("Bad request: a value is too long, or of the wrong kind, to be "
+                       "stored; shorten it and try again.")
+        return render(request, "error.html", {"status": 400, "message": message}, status=400)
+
     @app.exception_handler(StarletteHTTPException)
     async def _not_found(request: Request, exc: StarletteHTTPException) -> Response:
         return render(request, "error.html", {"status": exc.status_code,

@@ -13,6 +13,9 @@ from runtime.agents.errors import STRICT_PROTOCOL_ENV
 from runtime.campaign import parse_agent_spec, run_dir_for, run_one
 from runtime.spec import TaskSpec, default_tasks_dir, find_task, load_tasks
 
+# Database tests on SQLite and on PostgreSQL (a throw-away cluster per session; tests/pg.py).
+pytest_plugins = ["tests.pg"]
+
 # Strict wire parsing in every test: a message type an adapter does not model fails the run,
 # so the fakes stay honest (tests of the tolerant default set it to 0 themselves).
 os.environ[STRICT_PROTOCOL_ENV] = "1"

@@ -49,6 +49,8 @@ from runtime.live_user import LiveParticipant
 from runtime.simulator import select_realization
 from runtime.spec import TaskSpec, find_task
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 TASK = "apexv1_051"
 """Greets first, then asks for the account ID once the caller has opened (an on_ask fact)."""

@@ -44,6 +44,8 @@ from study_protocols.visibility import (
     volunteer_facts,
 )
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 PASSWORD = "correct horse battery"
 SYSTEM = "scripted:oracle"
 CONSENT = "Consent paragraph one about the study.\n\nSecond paragraph: you may stop any time."

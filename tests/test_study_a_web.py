@@ -43,6 +43,8 @@ from study_protocols.visibility import (
 )
 from tests.webclient import PASSWORD, log_in
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 TOKEN_URL = re.compile(r"http://testserver/annotate/([A-Za-z0-9_-]{32})(?![A-Za-z0-9_-])")
 GRADERS = ("exact", "casefold_exact", "normalized_date", "normalized_phone",
            "normalized_address", "enum", "numeric_tolerance", "set_f1", "ordered_list",

@@ -20,6 +20,8 @@ from app.settings import Settings
 from app.web import create_app
 from tests.webclient import PASSWORD, log_in
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 SYSTEMS = ("scripted:oracle", "scripted:negative_unfinalized")
 
 

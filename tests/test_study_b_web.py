@@ -40,6 +40,8 @@ from study_protocols.study_b import PlannedSession, StudyBPlan, check_plan, make
 from tests.conftest import run_script
 from tests.webclient import PASSWORD, log_in, page_csrf
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 TASKS = ["apexv1_001", "apexv1_011", "apexv1_015", "apexv1_070"]
 ORACLE, NEG = "scripted:oracle", "scripted:negative_unfinalized"
 SYSTEMS = [ORACLE, NEG]
@@ -361,6 +363,8 @@ def test_irreversible_actions_ask_for_confirmation(client: TestClient) -> None:
     assert "preventDefault" in script.text
 
 
+@pytest.mark.sqlite_only(reason="an SQLite file by name; tests/test_migrations.py upgrades "
+                         "from every revision with rows on SQLite and PostgreSQL")
 def test_migration_0004_adds_the_options_to_existing_studies(tmp_path: Path) -> None:
     from alembic import command
     from alembic.config import Config

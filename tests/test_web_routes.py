@@ -17,6 +17,8 @@ from app.web import create_app
 from tests.conftest import run_script
 from tests.webclient import PASSWORD, log_in, page_csrf
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 
 @pytest.fixture(scope="module")
 def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -28,6 +28,11 @@ from app.settings import Settings
 from app.web import create_app
 from tests.browser.test_browser import PASSWORD, SCREENSHOTS, run_scenario, skip_reason
 
+pytestmark = pytest.mark.sqlite_only(
+    reason="the app server runs inside a loopback-only network namespace (unshare -n) that "
+           "cannot reach the session's PostgreSQL cluster; the routes it drives run on both "
+           "backends in the in-process route tests")
+
 TIMEOUT_S = 180
 
 

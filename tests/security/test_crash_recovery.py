@@ -31,6 +31,8 @@ from runtime.events import read_events
 from runtime.spec import find_task
 from tests.conftest import run_script
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "apexv1_070"
 

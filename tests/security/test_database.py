@@ -23,6 +23,12 @@ from app.models import User
 from app.settings import Settings
 from app.web import create_app
 
+# Inherently SQLite: these are the checks app/db.py makes of the database *file* (0 bytes,
+# damaged, not SQLite, missing from a used data folder, --init-db keeping the old file aside,
+# mode 0600). PostgreSQL's own start-up path (an unreachable server, a wrong password, a
+# missing database) is tested on PostgreSQL in tests/test_postgres.py.
+pytestmark = pytest.mark.sqlite_only(reason="checks of the SQLite database file")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

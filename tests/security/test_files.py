@@ -24,6 +24,8 @@ from app.models_study_a import StudyAItem
 from tests.security.requests_world import World, csrf_of, make_world, wav_bytes
 from tests.webclient import log_in
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 SECRET = "root:x:0:0:the outside file\n"
 
 

@@ -15,6 +15,8 @@ from fastapi.testclient import TestClient
 
 from tests.security.requests_world import log_in, make_world
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -120,6 +122,7 @@ def test_the_app_pages_run_under_the_policy_in_a_browser(tmp_path: Path) -> None
 
     world = make_world(tmp_path)
     run_script("apexv1_070", "oracle", world.settings.runs_dir / "csp")
+    (world.settings.runs_dir / "csp" / "campaign.json").write_text('{"agent": "scripted"}')
     run = next(p.parent for p in (world.settings.runs_dir / "csp").rglob("meta.json"))
     rel = run.relative_to(world.settings.runs_dir)
     token, sid = world.participants[0]
@@ -150,6 +153,9 @@ def test_the_app_pages_run_under_the_policy_in_a_browser(tmp_path: Path) -> None
             visit(page, f"/studies/a/{world.study_a}", "!!window.htmx")
             visit(page, f"/studies/b/{world.study_b}", "!!window.htmx")
             visit(page, "/demo", "!!window.htmx")
+            # the campaign charts (Vega, with its CSP-safe expression interpreter)
+            visit(page, "/campaigns/csp", "window.chartsReady === true")
+            visit(page, "/campaigns", "window.chartsReady === true")
             people = browser.new_context()
             people.add_init_script(CSP_PROBE)
             other = people.new_page()

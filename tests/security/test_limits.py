@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 from sqlmodel import Session, select
 
 from app.models_study_a import StudyAItem
@@ -24,6 +25,8 @@ from tests.security.requests_world import (
     make_world,
     served,
 )
+
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
 MiB = 1 << 20
 BOUNDARY = "----attackerboundary"

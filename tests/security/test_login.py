@@ -23,6 +23,8 @@ from app.settings import Settings
 from app.web import create_app
 from tests.webclient import PASSWORD, page_csrf
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 
 def _app(tmp_path: Path, **settings: Any) -> Any:
     app = create_app(Settings(data_dir=tmp_path / "data", secret_key="login-test", **settings))

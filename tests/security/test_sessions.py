@@ -19,6 +19,8 @@ from app.settings import Settings
 from app.web import create_app
 from tests.webclient import PASSWORD, log_in, page_csrf
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 COOKIE = "apex_session"
 
 

@@ -12,9 +12,12 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx
+import pytest
 
 from app.security import MAX_STREAMS_PER_LINK
 from tests.security.requests_world import log_in, make_world, open_stream, served
+
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
 RESEARCHER_PAGES = ("/tasks", "/runs", "/studies/a", "/studies/b")
 TIMEOUT = httpx.Timeout(45.0)
