@@ -214,8 +214,26 @@ def speech_setup(cache_dir: Path | None, sources_dir: Path | None, force: bool,
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--clock", type=click.Choice(["virtual", "realtime"]), default="virtual",
               show_default=True)
-@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1))
+@click.option("--concurrency", default=None, type=click.IntRange(min=1),
+              help="Runs at once (default 4 with the local executor; with --executor ray the "
+                   "cluster's cores and --provider-cap decide unless it is given).")
 @click.option("--out", required=True, type=click.Path(path_type=Path))
+@click.option("--executor", default="local", show_default=True,
+              help="local: runs in this process; ray: one Ray task per (task, repeat) on a Ray "
+                   "cluster, results written into OUT here (docs/scale.md).")
+@click.option("--ray-address", default=None,
+              help="With --executor ray: the cluster's head, HOST:PORT (`ray start --head "
+                   "--port PORT`), ray://HOST:PORT or auto (default: RAY_ADDRESS, else a private "
+                   "cluster on this machine).")
+@click.option("--provider-cap", "provider_caps", multiple=True, metavar="KIND=N",
+              help="With --executor ray: at most N sessions of this agent kind at once "
+                   "(repeatable; API providers default to 4), e.g. openai-realtime=8.")
+@click.option("--ray-max-retries", default=None, type=click.IntRange(min=0),
+              help="With --executor ray: retries of a run whose worker or node died "
+                   "(default 3).")
+@click.option("--ray-num-cpus", default=None, type=click.FloatRange(min=0, min_open=True),
+              help="With --executor ray: CPUs reserved per run (default 1 for the baseline and "
+                   "the virtual clock, 0.25 for a realtime scripted or provider session).")
 @click.option("--llm-url", default=None,
               help="With --agent baseline: the baseline's policy is the OpenAI-compatible chat "
                    "model at this /v1 URL (key from APEX_BASELINE_LLM_KEY).")
@@ -225,8 +243,11 @@ def speech_setup(cache_dir: Path | None, sources_dir: Path | None, force: bool,
                    "(default: log it as agent.protocol_unknown and go on).")
 @no_progress_option
 def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: int, seed: int,
-        clock: str, concurrency: int, out: Path, llm_url: str | None,
-        llm_model: str | None, strict_protocol: bool, no_progress: bool) -> None:
+        clock: str, concurrency: int | None, out: Path, executor: str, ray_address: str | None,
+        provider_caps: tuple[str, ...], ray_max_retries: int | None,
+        ray_num_cpus: float | None,
+        llm_url: str | None, llm_model: str | None, strict_protocol: bool,
+        no_progress: bool) -> None:
     """Run a campaign; finished (task, repeat) pairs in OUT are skipped. With
     scripted:NAME, tasks without scripts/NAME.yaml are skipped (one line each on standard
     error) and the command exits 1 after running the others."""
@@ -243,6 +264,25 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
 
     if bool(task_id) == bool(tasks_dir):
         _fail("give exactly one of --task ID or --tasks DIR")
+    caps: dict[str, int] = {}
+    config_errors: tuple[type[Exception], ...] = (AgentSpecError, ScriptError, ProviderConfigError)
+    if executor not in ("local", "ray"):
+        _fail(f"--executor {executor!r}: use local or ray")
+    if executor == "local" and (ray_address or provider_caps or ray_num_cpus is not None
+                                or ray_max_retries is not None):
+        _fail("--ray-address, --provider-cap, --ray-max-retries and --ray-num-cpus need "
+              "--executor ray")
+    retries = 3 if ray_max_retries is None else ray_max_retries
+    if executor == "ray":
+        from runtime.ray_executor import ExecutorConfigError, check_reachable, parse_provider_caps
+
+        config_errors = (*config_errors, ExecutorConfigError)
+        try:
+            caps = parse_provider_caps(provider_caps)
+            if ray_address is not None:
+                check_reachable(ray_address)
+        except ExecutorConfigError as exc:
+            _fail(str(exc))
     if strict_protocol:
         from runtime.agents.errors import STRICT_PROTOCOL_ENV
 
@@ -288,20 +328,36 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
             bar.advance()
 
         try:
-            summary = asyncio.run(run_campaign(
-                selected, agent_spec, out, repeats=repeats, seed=seed, clock=clock,  # type: ignore[arg-type]
-                concurrency=concurrency, progress=finished, on_start=started,
-            ))
-        except (AgentSpecError, ScriptError, ProviderConfigError) as exc:
+            if executor == "ray":
+                from runtime.ray_executor import run_campaign_ray
+
+                summary = run_campaign_ray(
+                    selected, agent_spec, out, repeats=repeats, seed=seed, clock=clock,  # type: ignore[arg-type]
+                    concurrency=concurrency, progress=finished, on_start=started,
+                    address=ray_address, provider_caps=caps, max_retries=retries,
+                    num_cpus=ray_num_cpus,
+                )
+            else:
+                summary = asyncio.run(run_campaign(
+                    selected, agent_spec, out, repeats=repeats, seed=seed, clock=clock,  # type: ignore[arg-type]
+                    concurrency=concurrency or 4, progress=finished, on_start=started,
+                ))
+        except config_errors as exc:
             _fail(str(exc))
     click.echo(
         f"{len(summary.ran)} run(s) done, {len(summary.skipped)} already complete"
         + (f", {len(summary.moved_aside)} incomplete moved to {out}/.incomplete"
            if summary.moved_aside else "")
     )
+    if summary.lost:
+        click.echo(f"{len(summary.lost)} run(s) lost to infrastructure after "
+                   f"{retries} retries (not written; run the same command again to "
+                   f"resume): {', '.join(summary.lost)}", err=True)
     if missing:
         click.echo(f"{len(missing)} task{'s' if len(missing) != 1 else ''} skipped: "
                    f"no scripts/{script_name}.yaml", err=True)
+        sys.exit(1)
+    if summary.lost:
         sys.exit(1)
 
 
@@ -352,7 +408,8 @@ def grade(run_dirs: tuple[Path, ...], as_json: bool, judge_kind: str,
             bar.advance()
     if as_json:
         keys = {"run_id", "task_id", "gates", "WS", "afa", "stale_fields", "fields",
-                "gate_reasons", "end_reason", "infrastructure_failure", "problems"}
+                "gate_reasons", "gate_failures", "end_reason", "infrastructure_failure",
+                "problems"}
         click.echo(json.dumps([g.model_dump(mode="json", include=keys) for g in out], indent=2))
         return
     for g in out:
@@ -422,9 +479,10 @@ def serve(host: str | None, port: int | None, demo_runs: bool, init_db: bool) ->
 
     import uvicorn
     from pydantic import ValidationError
+    from sqlalchemy.exc import IntegrityError
     from sqlmodel import Session, select
 
-    from app.auth import create_user
+    from app.auth import UserError, create_user
     from app.db import DatabaseRefused
     from app.models import User
     from app.settings import Settings
@@ -445,7 +503,12 @@ def serve(host: str | None, port: int | None, demo_runs: bool, init_db: bool) ->
         first = session.exec(select(User)).first() is None
         if first:
             password = secrets.token_urlsafe(12)
-            create_user(session, "researcher", password)
+            try:
+                create_user(session, "researcher", password)
+            except (UserError, IntegrityError):  # another app process on the same database
+                session.rollback()               # started at this moment and made it
+                first = False
+        if first:
             note = settings.data_dir / "initial-password.txt"
             note.unlink(missing_ok=True)
             fd = os.open(note, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # never readable
@@ -482,7 +545,7 @@ def user_create(username: str, password_stdin: bool) -> None:
     from sqlmodel import Session
 
     from app.auth import UserError, create_user
-    from app.db import DatabaseRefused, open_database
+    from app.db import DatabaseRefused, open_database, shown_url
     from app.settings import Settings
 
     if password_stdin:
@@ -499,4 +562,4 @@ def user_create(username: str, password_stdin: bool) -> None:
             create_user(session, username, password)
         except UserError as exc:
             _fail(str(exc))
-    click.echo(f"created researcher '{username}' in {settings.db_url()}")
+    click.echo(f"created researcher '{username}' in {shown_url(settings.db_url())}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import os
 import re
 import shutil
 import subprocess
@@ -220,7 +221,9 @@ class SpeechCache:
         else:
             audio = self.engine.synthesize(text, voice=self.voice, rate=1.1, seed=0)
             self.cache_dir.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp.flac")
+            # A name of its own per process: several processes (Ray workers of one campaign,
+            # two CLI runs) may fill the same cache at once.
+            tmp = path.with_suffix(f".{os.getpid()}.tmp.flac")
             sf.write(str(tmp), audio, SAMPLE_RATE, format="FLAC", subtype="PCM_16")
             tmp.replace(path)
         self._memory[key] = audio

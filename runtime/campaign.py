@@ -4,7 +4,8 @@ Layout: ``OUT/<task_id>/r<k>/`` holds one run (``events.jsonl``, ``trace.wav``, 
 A pair whose ``meta.json`` says ``complete`` is skipped on the next invocation; a half-written
 one (a crash) is moved aside to ``OUT/.incomplete/``, repaired there (closed event log, readable
 WAV, ``incomplete`` with an infrastructure reason; runtime/recovery.py) and run again, never
-deleted.
+deleted. ``run_campaign`` runs the pairs in this process (the local executor, the default);
+runtime/ray_executor.py runs them on a Ray cluster into the same layout.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.agents.base import AgentAdapter
@@ -144,17 +145,18 @@ class CampaignSummary:
     ran: list[RunResult]
     skipped: list[Path]
     moved_aside: list[Path]
+    lost: list[str] = field(default_factory=list)
+    """``ID rK`` of runs the Ray executor lost to infrastructure (a worker or node gone) after
+    its retries: nothing of them is in OUT, so the next invocation runs them (resume)."""
 
 
-async def run_campaign(
-    tasks: list[TaskSpec], agent_spec: str, out: Path, *, repeats: int = 1, seed: int = 0,
-    clock: ClockMode = "virtual", concurrency: int = 4,
-    progress: Callable[[str], None] | None = None,
-    on_start: Callable[[str], None] | None = None,
-) -> CampaignSummary:
-    """``progress`` gets one line per finished run, starting ``ID rK:``; ``on_start`` gets
-    ``ID rK`` as that run starts."""
-    factory = parse_agent_spec(agent_spec)
+def plan_campaign(
+    tasks: list[TaskSpec], agent_spec: str, out: Path, *, repeats: int, seed: int,
+    clock: ClockMode,
+) -> tuple[CampaignSummary, list[tuple[TaskSpec, int, Path]]]:
+    """Write ``campaign.json``, skip the complete (task, repeat) pairs, move half-written ones
+    aside (repaired in ``OUT/.incomplete/``) and return what is left to run. Shared by the
+    local and the Ray executor (runtime/ray_executor.py)."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "campaign.json").write_text(json.dumps({
         "agent": agent_spec, "seed": seed, "repeats": repeats, "clock": clock,
@@ -169,14 +171,33 @@ async def run_campaign(
                 summary.skipped.append(rd)
                 continue
             if rd.exists():
-                aside = out / ".incomplete" / f"{task.id}.r{rep}.{int(time.time() * 1000)}"
-                aside.parent.mkdir(parents=True, exist_ok=True)
-                rd.rename(aside)
-                # Kept readable: closed log, repaired WAV, ``incomplete`` (runtime/recovery.py).
-                with contextlib.suppress(OSError):
-                    recover_run(aside, INTERRUPTED)
-                summary.moved_aside.append(aside)
+                summary.moved_aside.append(move_aside(out, rd, task.id, rep))
             todo.append((task, rep, rd))
+    return summary, todo
+
+
+def move_aside(out: Path, rd: Path, task_id: str, rep: int) -> Path:
+    """Move a run directory that is not complete to ``OUT/.incomplete/`` and repair it there."""
+    aside = out / ".incomplete" / f"{task_id}.r{rep}.{int(time.time() * 1000)}"
+    aside.parent.mkdir(parents=True, exist_ok=True)
+    rd.rename(aside)
+    # Kept readable: closed log, repaired WAV, ``incomplete`` (runtime/recovery.py).
+    with contextlib.suppress(OSError):
+        recover_run(aside, INTERRUPTED)
+    return aside
+
+
+async def run_campaign(
+    tasks: list[TaskSpec], agent_spec: str, out: Path, *, repeats: int = 1, seed: int = 0,
+    clock: ClockMode = "virtual", concurrency: int = 4,
+    progress: Callable[[str], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+) -> CampaignSummary:
+    """``progress`` gets one line per finished run, starting ``ID rK:``; ``on_start`` gets
+    ``ID rK`` as that run starts."""
+    factory = parse_agent_spec(agent_spec)
+    summary, todo = plan_campaign(tasks, agent_spec, out, repeats=repeats, seed=seed,
+                                  clock=clock)
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(task: TaskSpec, rep: int, rd: Path) -> None:
