@@ -54,6 +54,9 @@ class Dashboard(BaseModel):
     median_stop_latency_ms: float | None
     overlap_ratio: float | None
     median_response_latency_ms: float | None
+    response_latency_iqr_ms: tuple[float, float] | None = None
+    """Quartiles (25th, 75th percentile) of the runs' median response latencies: the spread
+    behind ``median_response_latency_ms`` (the frontier's horizontal error bar)."""
     tool_efficiency: float | None
 
 
@@ -67,6 +70,13 @@ def oracle_tool_calls(task: TaskSpec) -> int | None:
 
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
+
+
+def _quartiles(values: list[float]) -> tuple[float, float] | None:
+    if len(values) < 2:
+        return (values[0], values[0]) if values else None
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return (q1, q3)
 
 
 def build_dashboard(
@@ -104,6 +114,8 @@ def build_dashboard(
         raise ValueError(f"{campaign_dir}: no graded run directories found")
     graded = [r for r in rows if not r.infrastructure_failure]
     barge = sum(r.barge_ins for r in graded)
+    latencies = [r.median_response_latency_ms for r in graded
+                 if r.median_response_latency_ms is not None]
     return Dashboard(
         campaign=campaign_dir.name, agent=", ".join(sorted(agents)),
         report=campaign_report(outcomes, seed=seed, n_resamples=n_resamples), runs=rows,
@@ -111,8 +123,8 @@ def build_dashboard(
         median_stop_latency_ms=_median([r.median_stop_latency_ms for r in graded
                                         if r.median_stop_latency_ms is not None]),
         overlap_ratio=_median([r.overlap_ratio for r in graded if r.overlap_ratio is not None]),
-        median_response_latency_ms=_median([r.median_response_latency_ms for r in graded
-                                            if r.median_response_latency_ms is not None]),
+        median_response_latency_ms=_median(latencies),
+        response_latency_iqr_ms=_quartiles(latencies),
         tool_efficiency=_median([r.tool_efficiency for r in graded
                                  if r.tool_efficiency is not None]),
     )

@@ -4,6 +4,7 @@ efficiency, the reliability–latency frontier and per-taxonomy heatmaps; CSV/JS
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -35,16 +36,30 @@ def _dashboard(request: Request, settings: SettingsDep, path: str) -> Dashboard:
         raise HTTPException(status_code=404, detail=str(exc)) from None
 
 
+def frontier_point(rel: str, board: Dashboard) -> dict[str, Any]:
+    """One campaign on the reliability–latency frontier: the figures of its ``report.json``
+    (same resamples, same seed), picked out, never recomputed."""
+    data = board.model_dump(mode="json")
+    report = data["report"]
+    return {"campaign": rel, "agent": data["agent"], "n_runs": report["n_runs"],
+            "n_tasks": report["n_tasks"], "confidence": report["confidence"],
+            "pass_at_1": report["pass_at_1"],
+            "median_response_latency_ms": data["median_response_latency_ms"],
+            "response_latency_iqr_ms": data["response_latency_iqr_ms"]}
+
+
 @router.get("/campaigns")
 async def campaign_list(request: Request, user: UserDep, settings: SettingsDep) -> Response:
     boards = []
     for d in campaign_dirs(settings.runs_dir):
         rel = str(d.relative_to(settings.runs_dir))
         try:
-            boards.append((rel, build_dashboard(d, catalogue(request).tasks, n_resamples=2000)))
+            boards.append((rel, build_dashboard(d, catalogue(request).tasks)))
         except ValueError:
             continue
-    return render(request, "campaigns.html", {"user": user, "boards": boards})
+    frontier = [frontier_point(rel, board) for rel, board in boards]
+    return render(request, "campaigns.html",
+                  {"user": user, "boards": boards, "frontier": frontier})
 
 
 @router.get("/campaigns/{path:path}/report.json")
@@ -70,4 +85,6 @@ async def campaign_slices_csv(request: Request, path: str, user: UserDep,
 async def campaign_page(request: Request, path: str, user: UserDep,
                         settings: SettingsDep) -> Response:
     board = _dashboard(request, settings, path)
-    return render(request, "campaign.html", {"user": user, "path": path, "d": board})
+    # The charts read the very JSON that report.json serves (static/js/charts.js).
+    return render(request, "campaign.html", {"user": user, "path": path, "d": board,
+                                             "data": board.model_dump(mode="json")})
