@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,223 @@ def list_runs(runs_dir: Path, tasks: dict[str, TaskSpec]) -> list[RunInfo]:
         except RunDirError as exc:
             out.append(RunInfo(rel, {}, None, public_text(str(exc), runs_dir)))
     return out
+
+
+# --------------------------------------------------------------------------- the run list
+
+SORT_KEYS = ("date", "duration", "task", "agent", "outcome", "run")
+"""What the run list sorts by (``?sort=``); ``date`` (newest first) unless told."""
+OUTCOMES = ("pass", "fail", "infrastructure", "ungraded")
+HEAD_BYTES = 64 * 1024
+"""How much of an event log is read for the run's start time (its first line)."""
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """What the run list shows of one run: read once per change of its files (meta.json,
+    events.jsonl, corrections.jsonl), never on every request."""
+
+    path: str
+    task_id: str = ""
+    agent: str = ""
+    seed: str = ""
+    study: str = ""
+    started: float | None = None
+    """Unix seconds: the ``t_wall`` of the log's ``session.start``, else meta.json's mtime."""
+    duration_s: float | None = None
+    """Media seconds (``media_ms`` in meta.json)."""
+    status: str = ""
+    """meta.json's ``status``: ``complete``, ``running``, ``incomplete``."""
+    grade: RunGrade | None = None
+    problem: str | None = None
+    campaign: str | None = None
+    """The campaign folder (holding campaign.json) the run is in, relative to the runs dir."""
+
+    @property
+    def outcome(self) -> str:
+        return outcome_of(self.grade)
+
+    @property
+    def date_iso(self) -> str:
+        if self.started is None:
+            return ""
+        return datetime.fromtimestamp(self.started, UTC).isoformat(timespec="seconds")
+
+    @property
+    def date_text(self) -> str:
+        """``YYYY-MM-DD HH:MM`` in UTC, or empty."""
+        return self.date_iso[:16].replace("T", " ")
+
+    @property
+    def duration_text(self) -> str:
+        """``m:ss`` of media, or empty."""
+        if self.duration_s is None:
+            return ""
+        seconds = round(self.duration_s)
+        return f"{seconds // 60}:{seconds % 60:02d}"
+
+    def text(self) -> str:
+        """What a search matches (lower case)."""
+        end = self.grade.end_reason if self.grade else ""
+        return " ".join([self.path, self.task_id, self.agent, self.study, self.outcome,
+                         self.status, end or "", self.campaign or ""]).lower()
+
+
+@dataclass(frozen=True)
+class CampaignState:
+    """Whether a campaign folder holds every run its campaign.json asks for."""
+
+    path: str
+    expected: int | None
+    """Tasks × repeats in campaign.json, or None when it lists no tasks."""
+    complete: int
+    aside: int
+    """Runs kept aside under ``.incomplete/`` (cut off, then run again or not)."""
+
+    @property
+    def incomplete(self) -> bool:
+        return self.aside > 0 or (self.expected is not None and self.complete < self.expected)
+
+    def why(self) -> str:
+        parts = []
+        if self.expected is not None:
+            parts.append(f"{self.complete} of {self.expected} runs complete")
+        else:
+            parts.append(f"{self.complete} runs complete")
+        if self.aside:
+            parts.append(f"{self.aside} cut-off run{'s' if self.aside != 1 else ''} kept aside "
+                         "in .incomplete/")
+        return "; ".join(parts)
+
+
+_row_cache: dict[str, tuple[tuple[int, ...], RunRow]] = {}
+_campaign_cache: dict[str, tuple[int, dict[str, Any]]] = {}
+
+
+def _stamp(run_dir: Path) -> tuple[int, ...]:
+    return tuple(_mtime_ns(run_dir / name) for name in RECORD_FILES)
+
+
+def _started(run_dir: Path) -> float | None:
+    """The wall-clock start of the run: the first event's ``t_wall`` (only the log's first
+    line is read), else meta.json's modification time."""
+    log = run_dir / "events.jsonl"
+    try:
+        with log.open("rb") as fh:
+            first = json.loads(fh.readline(HEAD_BYTES) or b"{}")
+        t = float(first.get("t_wall") or 0.0) if isinstance(first, dict) else 0.0
+        if t > 0:
+            return t
+    except (OSError, ValueError, TypeError):
+        pass
+    try:
+        return (run_dir / "meta.json").stat().st_mtime
+    except OSError:
+        return None
+
+
+def _read_row(runs_dir: Path, run_dir: Path, rel: str, tasks: dict[str, TaskSpec],
+              campaign: str | None) -> RunRow:
+    linked = [name for name in RECORD_FILES if leaves(run_dir, name)]
+    if linked:
+        return RunRow(rel, problem=f"{', '.join(linked)}: a link to a file outside the run "
+                      "folder; not read (replace the link with the file)", campaign=campaign)
+    stamp = _stamp(run_dir)
+    key = str(run_dir)
+    cached = _row_cache.get(key)
+    if cached is not None and cached[0] == stamp and cached[1].campaign == campaign:
+        return cached[1]
+    try:
+        meta = read_meta(run_dir)
+        grade = grade_cached(run_dir, tasks)
+    except RunDirError as exc:
+        row = RunRow(rel, problem=public_text(str(exc), runs_dir), campaign=campaign,
+                     started=_started(run_dir))
+    else:
+        media_ms = meta.get("media_ms")
+        row = RunRow(
+            rel, task_id=str(meta.get("task_id", "")), agent=str(meta.get("agent", "")),
+            seed=str(meta.get("seed", "")), study=str(meta.get("study", "")),
+            started=_started(run_dir),
+            duration_s=media_ms / 1000 if isinstance(media_ms, int | float) else None,
+            status=str(meta.get("status", "")), grade=grade, campaign=campaign)
+    _row_cache[key] = (stamp, row)
+    return row
+
+
+def _campaign_json(folder: Path) -> dict[str, Any]:
+    path = folder / "campaign.json"
+    stamp = _mtime_ns(path)
+    cached = _campaign_cache.get(str(path))
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    _campaign_cache[str(path)] = (stamp, data)
+    return data
+
+
+def _expected_runs(spec: dict[str, Any]) -> int | None:
+    tasks, repeats = spec.get("tasks"), spec.get("repeats", 1)
+    if not isinstance(tasks, list) or not isinstance(repeats, int) or repeats < 1:
+        return None
+    return len(set(map(str, tasks))) * repeats
+
+
+def _scan(runs_dir: Path) -> tuple[list[Path], list[Path]]:
+    """Run folders (holding meta.json) and campaign folders (holding campaign.json) under
+    ``runs_dir``, one walk of the tree; nothing under ``.incomplete/`` counts as a run."""
+    run_dirs: list[Path] = []
+    campaigns: list[Path] = []
+    for root, dirs, files in os.walk(runs_dir):
+        dirs[:] = sorted(d for d in dirs if d != ".incomplete")
+        here = Path(root)
+        if "meta.json" in files:
+            run_dirs.append(here)
+        if "campaign.json" in files:
+            campaigns.append(here)
+    return sorted(run_dirs), campaigns
+
+
+def run_index(runs_dir: Path, tasks: dict[str, TaskSpec]
+              ) -> tuple[list[RunRow], dict[str, CampaignState]]:
+    """Every run under ``runs_dir`` as a :class:`RunRow` (re-read only when its files changed)
+    and every campaign folder's completeness, by relative path."""
+    if not runs_dir.is_dir():
+        return [], {}
+    run_dirs, campaign_dirs = _scan(runs_dir)
+    by_dir = {c: str(c.relative_to(runs_dir)) for c in campaign_dirs}
+    rows = []
+    for run_dir in run_dirs:
+        campaign = next((by_dir[p] for p in run_dir.parents if p in by_dir), None)
+        rows.append(_read_row(runs_dir, run_dir, str(run_dir.relative_to(runs_dir)), tasks,
+                              campaign))
+    states = {}
+    for folder, rel in by_dir.items():
+        aside_dir = folder / ".incomplete"
+        try:
+            aside = sum(1 for _ in aside_dir.iterdir()) if aside_dir.is_dir() else 0
+        except OSError:
+            aside = 0
+        complete = sum(1 for r in rows if r.campaign == rel and r.status == "complete")
+        states[rel] = CampaignState(rel, _expected_runs(_campaign_json(folder)), complete,
+                                    aside)
+    return rows, states
+
+
+def sort_rows(rows: list[RunRow], key: str, descending: bool) -> list[RunRow]:
+    """Rows sorted on ``key`` (one of :data:`SORT_KEYS`); runs without a value (no date, no
+    duration) come last either way; ties in run path order."""
+    def value(r: RunRow) -> Any:
+        return {"date": r.started, "duration": r.duration_s, "task": r.task_id or None,
+                "agent": r.agent or None, "outcome": r.outcome, "run": r.path}[key]
+
+    known = sorted((r for r in rows if value(r) is not None), key=lambda r: r.path)
+    known.sort(key=value, reverse=descending)
+    return known + sorted((r for r in rows if value(r) is None), key=lambda r: r.path)
 
 
 def trace_problem(exc: Exception) -> RunFileError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
@@ -13,15 +14,17 @@ from app.auth import UserDep, verify_csrf
 from app.deps import SettingsDep
 from app.routes.tasks import catalogue
 from app.runindex import (
+    OUTCOMES,
+    SORT_KEYS,
     RunFileError,
-    RunInfo,
+    RunRow,
     check_trace,
     grade_cached,
-    list_runs,
-    outcome_of,
     peaks,
     resolve_run,
     run_file,
+    run_index,
+    sort_rows,
 )
 from app.web import page_or_fragment, render, shown
 from grading.corrections import (
@@ -31,7 +34,7 @@ from grading.corrections import (
     read_corrections_checked,
     record_correction,
 )
-from grading.gates import RunDirError, correction_effect, grade_run_dir, read_meta
+from grading.gates import RunDirError, RunGrade, correction_effect, grade_run_dir, read_meta
 from runtime.events import AuthDecisionEvent, Event, read_events
 
 MAX_REASON = 2000
@@ -46,41 +49,136 @@ def _run_dir(settings: SettingsDep, run_path: str) -> Path:
     return run_dir
 
 
+PAGE_SIZE = 50
+PAGE_SIZES = (10, 200)
+"""The smallest and largest ``?per=`` the run list takes (a value outside is clamped)."""
+MAX_QUERY = 200
+
+
+def _whole(name: str, raw: str) -> int:
+    if not (raw.isascii() and raw.lstrip("-").isdigit() and len(raw) <= 9):
+        raise HTTPException(status_code=400, detail=f"Bad request: {name} must be a whole "
+                            f"number, not '{raw[:40]}'.")
+    return int(raw)
+
+
 @router.get("/runs")
 async def run_list(request: Request, user: UserDep, settings: SettingsDep) -> Response:
+    """Every run, one page at a time: searched (``q``), filtered (``task``, ``agent``,
+    ``study``, ``outcome``), sorted (``sort``, ``dir``) and paged (``page``, ``per``) on the
+    server from the cached run index (app/runindex.py). A sort key, direction or outcome it
+    does not know, or a page that is not a number, is a 400 that says what is accepted; a page
+    or page size out of range is clamped, with a note."""
     tasks = catalogue(request).tasks
-    runs = list_runs(settings.runs_dir, tasks)
     q = request.query_params
+    search = q.get("q", "").strip()[:MAX_QUERY]
     task_f, agent_f, outcome_f, study_f = (q.get("task", ""), q.get("agent", ""),
                                            q.get("outcome", ""), q.get("study", ""))
+    sort = q.get("sort", "") or "date"
+    if sort not in SORT_KEYS:
+        raise HTTPException(status_code=400, detail=f"Bad request: unknown sort key "
+                            f"'{sort[:40]}'; sort by one of {', '.join(SORT_KEYS)}.")
+    default_dir = "desc" if sort in ("date", "duration") else "asc"
+    direction = q.get("dir", "") or default_dir
+    if direction not in ("asc", "desc"):
+        raise HTTPException(status_code=400, detail=f"Bad request: dir must be asc or desc, "
+                            f"not '{direction[:40]}'.")
+    if outcome_f and outcome_f not in OUTCOMES:
+        raise HTTPException(status_code=400, detail=f"Bad request: unknown outcome "
+                            f"'{outcome_f[:40]}'; one of {', '.join(OUTCOMES)}.")
+    notes: list[str] = []
+    per = _whole("per", q.get("per", "") or str(PAGE_SIZE))
+    if not PAGE_SIZES[0] <= per <= PAGE_SIZES[1]:
+        clamped = min(max(per, PAGE_SIZES[0]), PAGE_SIZES[1])
+        notes.append(f"{per} runs a page is out of range ({PAGE_SIZES[0]}–{PAGE_SIZES[1]}): "
+                     f"showing {clamped} a page.")
+        per = clamped
+    page = _whole("page", q.get("page", "") or "1")
 
-    def keep(info: RunInfo) -> bool:
-        meta, grade = info.meta, info.grade
-        if task_f and meta.get("task_id") != task_f:
-            return False
-        if agent_f and meta.get("agent") != agent_f:
-            return False
-        if study_f and meta.get("study", "") != study_f:
-            return False
-        return not outcome_f or outcome_of(grade) == outcome_f
+    runs, campaigns = run_index(settings.runs_dir, tasks)
+    words = search.lower().split()
 
-    shown = [r for r in runs if keep(r)]
+    def keep(r: RunRow) -> bool:
+        if task_f and r.task_id != task_f:
+            return False
+        if agent_f and r.agent != agent_f:
+            return False
+        if study_f and r.study != study_f:
+            return False
+        if outcome_f and r.outcome != outcome_f:
+            return False
+        text = r.text()
+        return all(w in text for w in words)
+
+    matched = sort_rows([r for r in runs if keep(r)], sort, direction == "desc")
+    pages = max(1, -(-len(matched) // per))
+    if not 1 <= page <= pages:
+        clamped = min(max(page, 1), pages)
+        notes.append(f"There is no page {page}: {pages} page{'s' if pages != 1 else ''} of "
+                     f"results; showing page {clamped}.")
+        page = clamped
+    shown_rows = matched[(page - 1) * per: page * per]
+    params = {"q": search, "task": task_f, "agent": agent_f, "study": study_f,
+              "outcome": outcome_f, "sort": sort, "dir": direction, "page": str(page),
+              "per": str(per) if per != PAGE_SIZE else ""}
+
+    def url(**changes: str) -> str:
+        merged = {**params, **changes}
+        return "/runs?" + urlencode({k: v for k, v in merged.items() if v})
+
     return page_or_fragment(request, "runs.html", "_run_rows.html", {
-        "user": user, "runs": shown, "total": len(runs),
-        "tasks": sorted({r.meta.get("task_id", "") for r in runs} - {""}),
-        "agents": sorted({r.meta.get("agent", "") for r in runs} - {""}),
-        "studies": sorted({r.meta.get("study", "") for r in runs} - {""}),
+        "user": user, "runs": shown_rows, "total": len(runs), "matched": len(matched),
+        "first_index": (page - 1) * per + 1 if matched else 0,
+        "page": page, "pages": pages, "per": per, "sort": sort, "dir": direction,
+        "search": search, "notes": notes, "url": url, "sort_keys": SORT_KEYS,
+        "filtered": bool(words or task_f or agent_f or outcome_f or study_f),
+        "campaigns": campaigns,
+        "incomplete": [c for c in campaigns.values() if c.incomplete],
+        "tasks": sorted({r.task_id for r in runs} - {""}),
+        "agents": sorted({r.agent for r in runs} - {""}),
+        "studies": sorted({r.study for r in runs} - {""}),
+        "outcomes": OUTCOMES,
         "chosen": {"task": task_f, "agent": agent_f, "outcome": outcome_f, "study": study_f},
         "runs_dir": settings.runs_dir,
     })
 
 
+def _field_diff(grades: list[RunGrade | None]) -> list[dict[str, Any]]:
+    """Each graded field of the task with its gold value and both runs' final values and
+    scores (None for a run without a grade)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for side, grade in enumerate(grades):
+        for f in grade.fields if grade else []:
+            row = rows.setdefault((f.artifact, f.field), {
+                "artifact": f.artifact, "field": f.field, "grader": f.grader, "gold": f.gold,
+                "sides": [None, None]})
+            row["sides"][side] = f
+    for row in rows.values():
+        a, b = row["sides"]
+        row["differs"] = (a is None) != (b is None) or (
+            a is not None and b is not None and (a.value != b.value or a.score != b.score))
+    return list(rows.values())
+
+
 @router.get("/compare")
-async def compare(request: Request, user: UserDep, settings: SettingsDep, a: str = "",
-                  b: str = "") -> Response:
-    """Two runs side by side, aligned on their semantic acts."""
+async def compare(request: Request, user: UserDep, settings: SettingsDep) -> Response:
+    """Two runs side by side: their events aligned on the user simulator's plans and the
+    observer's semantic acts, both stereo traces, and the final field values against gold.
+    The runs come as ``a`` and ``b``, or as two ``run`` values (the run list's checkboxes)."""
     from app.compare import compare_runs
 
+    q = request.query_params
+    picked = [p for p in q.getlist("run") if p]
+    if picked:
+        if len(picked) != 2:
+            raise HTTPException(status_code=400, detail=f"Pick exactly two runs to compare "
+                                f"(you picked {len(picked)}).")
+        a, b = picked
+    else:
+        a, b = q.get("a", ""), q.get("b", "")
+        if not a or not b:
+            raise HTTPException(status_code=400, detail="Name two runs to compare: "
+                                "/compare?a=RUN&b=RUN, or tick two runs in the run list.")
     run_a, run_b = _run_dir(settings, a), _run_dir(settings, b)
     meta_a, meta_b = read_meta(run_a), read_meta(run_b)
     notices = []
@@ -91,9 +189,18 @@ async def compare(request: Request, user: UserDep, settings: SettingsDep, a: str
     tasks = catalogue(request).tasks
     grades = [grade_cached(d, tasks) if str(m.get("task_id")) in tasks else None
               for d, m in ((run_a, meta_a), (run_b, meta_b))]
+    traces = []
+    for side, d in ((a, run_a), (b, run_b)):
+        try:
+            traces.append(run_file(d, "trace.wav") is not None)
+        except RunFileError as exc:
+            traces.append(False)
+            notices.append(f"{side}: {exc}")
     return render(request, "compare.html", {
         "user": user, "a": a, "b": b, "meta_a": meta_a, "meta_b": meta_b, "rows": rows,
-        "first": first, "grades": grades, "notices": notices,
+        "first": first, "grades": grades, "notices": [shown(request, n) for n in notices],
+        "traces": traces, "fields": _field_diff(grades),
+        "shared_plans": sum(1 for r in rows if r.is_plan and r.kind == "same"),
     })
 
 
@@ -166,8 +273,8 @@ async def replay(request: Request, run_path: str, user: UserDep,
         notices.append(f"Task '{meta.get('task_id')}' is not in this suite: no grading.")
     elif log.is_file():
         grade = grade_cached(run_dir, tasks)
-    siblings = [r.path for r in list_runs(settings.runs_dir, tasks)
-                if r.meta.get("task_id") == meta.get("task_id") and r.path != run_path]
+    siblings = [r.path for r in run_index(settings.runs_dir, tasks)[0]
+                if r.task_id == meta.get("task_id") and r.path != run_path]
     decisions, corrections, problems = _decisions(run_dir, log_events)
     notices.extend(problems)
     effect = None
