@@ -25,10 +25,11 @@ from pydantic import BaseModel, Field
 from grading.corrections import Correction, effective_decisions, read_corrections_checked
 from grading.fields import argument_matches, is_empty
 from grading.judge import Judge, score_field
-from grading.provenance import matches, shortcuts
+from grading.provenance import matches, shortcut_writes
 from runtime.events import (
     AgentAct,
     AgentProtocolUnknown,
+    ArtifactLifecycle,
     ArtifactUpdate,
     AuthBlocked,
     AuthDecisionEvent,
@@ -76,6 +77,18 @@ class FieldResult(BaseModel):
     judged: bool
 
 
+class GateFailure(BaseModel):
+    """One unmet condition of a failing gate, for people reading a replay: the same line as in
+    ``gate_reasons``, a readable sentence, and the events behind it (their ``seq``) with the
+    media time of the first of them (where the replay seeks). ``seqs`` is empty when nothing
+    in the log shows the failure (an action never taken, a document never retrieved)."""
+
+    reason: str
+    text: str
+    seqs: list[int] = Field(default_factory=list)
+    t_media_ms: int | None = None
+
+
 class RunGrade(BaseModel):
     run_id: str
     task_id: str
@@ -96,6 +109,10 @@ class RunGrade(BaseModel):
     protocol_unknown: dict[str, int] = Field(default_factory=dict)
     """Provider message types the adapter did not model and ignored (``agent.protocol_unknown``),
     with how often each came: a diagnostic of our parser, never a gate."""
+    gate_failures: dict[str, list[GateFailure]] = Field(default_factory=dict)
+    """``gate_reasons`` again, one entry per line in the same order, each with a readable
+    sentence and the events behind it (added for the replay's gate links; ``gate_reasons``
+    is unchanged)."""
 
 
 class FinalState(BaseModel):
@@ -156,6 +173,8 @@ class AuthReplay(BaseModel):
     """``seq`` of ``auth.blocked`` events a corrected approval would have prevented."""
     unauthorized: list[str] = Field(default_factory=list)
     """One line per gated action carried out without an approval under the corrections."""
+    unauthorized_seqs: list[int] = Field(default_factory=list)
+    """The ``auth.use`` behind each line of ``unauthorized``."""
     applied: list[Correction] = Field(default_factory=list)
 
 
@@ -208,6 +227,7 @@ def replay_authorization(
                     f"'{ev.action}' carried out (call {ev.call_id}) without a valid approval: "
                     f"{why}"
                 )
+                out.unauthorized_seqs.append(ev.seq)
             valid[ev.action] = False  # the token is used up
         elif isinstance(ev, AuthBlocked) and valid.get(ev.action, False):
             out.excused_blocks.add(ev.seq)
@@ -275,6 +295,85 @@ def describe(pred: Predicate) -> str:
     return json.dumps(pred.model_dump(mode="json"), sort_keys=True)
 
 
+def statement(pred: Predicate) -> str:
+    """The predicate as a sentence (``describe`` is its JSON)."""
+    if isinstance(pred, PredLifecycle):
+        return f"{pred.artifact} is {'at least ' if pred.at_least else ''}{pred.state.value}"
+    if isinstance(pred, PredField):
+        return f"{pred.artifact}.{pred.field} holds the right value"
+    if isinstance(pred, PredGuardBlocked):
+        return f"the CommitGuard blocked {pred.action or 'a gated action'}"
+    if isinstance(pred, PredToolCalled):
+        return f"{pred.tool} was called"
+    if isinstance(pred, PredApprovalRequestedBefore):
+        return f"approval for {pred.action} was requested before it was carried out"
+    return (f"{pred.artifact}.{pred.field} ends holding the correction the caller gave "
+            f"(plan {pred.plan})")
+
+
+def _last_update(events: Sequence[Event], artifact: str, field: str | None = None
+                 ) -> list[int]:
+    """The last ``artifact.update`` of ``artifact`` (that changed ``field``, if given)."""
+    for e in reversed(events):
+        if isinstance(e, ArtifactUpdate) and e.artifact_id == artifact and (
+                field is None or field in e.changed):
+            return [e.seq]
+    return []
+
+
+def _last_lifecycle(events: Sequence[Event], artifact: str) -> list[int]:
+    for e in reversed(events):
+        if isinstance(e, ArtifactLifecycle) and e.artifact_id == artifact:
+            return [e.seq]
+    return _last_update(events, artifact)
+
+
+def _behind(ctx: _Ctx, pred: Predicate) -> tuple[str, list[int]]:
+    """What the log shows about ``pred`` (a short clause, or "") and the events behind it."""
+    ev = ctx.events
+    if isinstance(pred, PredLifecycle):
+        got = ctx.state.lifecycle.get(pred.artifact, Lifecycle.DRAFT)
+        reached = [e.seq for e in ev if isinstance(e, ArtifactLifecycle)
+                   and e.artifact_id == pred.artifact and e.to_state == pred.state.value]
+        return f"it ended {got.value}", reached[:1] or _last_lifecycle(ev, pred.artifact)
+    if isinstance(pred, PredField):
+        value = ctx.state.fields.get(pred.artifact, {}).get(pred.field)
+        clause = "it ended empty" if is_empty(value) else f"it ended {value!r}"
+        return clause, _last_update(ev, pred.artifact, pred.field)
+    if isinstance(pred, PredGuardBlocked):
+        blocks = [e.seq for e in ev if isinstance(e, AuthBlocked)
+                  and (pred.action is None or e.action == pred.action)
+                  and e.seq not in ctx.auth.excused_blocks]
+        if blocks:
+            return f"{len(blocks)} block(s)", blocks
+        uses = [e.seq for e in ev if isinstance(e, AuthUse)
+                and (pred.action is None or e.action == pred.action)]
+        return ("the action went through" if uses else ""), uses
+    if isinstance(pred, PredToolCalled):
+        calls = [e.seq for e in ev if isinstance(e, ToolCall) and e.name == pred.tool]
+        return (f"called {len(calls)} time(s)" if calls else ""), calls
+    if isinstance(pred, PredApprovalRequestedBefore):
+        use = [e.seq for e in ev if isinstance(e, AuthUse) and e.action == pred.action]
+        return ("carried out without asking first" if use else ""), use[:1]
+    said = [e.seq for e in ev if isinstance(e, UserSpeechEnd) and e.plan_id == pred.plan]
+    value = ctx.state.fields.get(pred.artifact, {}).get(pred.field)
+    return (f"it ended {value!r}" if not is_empty(value) else "it ended empty"), \
+        said[:1] + _last_update(ev, pred.artifact, pred.field)
+
+
+def _failure(ctx: _Ctx, reason: str, text: str, seqs: Sequence[int]) -> GateFailure:
+    times = {e.seq: e.t_media_ms for e in ctx.events}
+    kept = sorted({s for s in seqs if s in times})
+    return GateFailure(reason=reason, text=text, seqs=kept,
+                       t_media_ms=min((times[s] for s in kept), default=None))
+
+
+def _pred_failure(ctx: _Ctx, reason: str, lead: str, pred: Predicate) -> GateFailure:
+    clause, seqs = _behind(ctx, pred)
+    return _failure(ctx, reason, f"{lead}: {statement(pred)}" + (f" ({clause})" if clause
+                                                                 else ""), seqs)
+
+
 def _action_done(req: RequiredAction, events: Sequence[Event]) -> bool:
     ok_calls = {e.call_id for e in events if isinstance(e, ToolResult) and e.ok}
     for e in events:
@@ -287,24 +386,38 @@ def _action_done(req: RequiredAction, events: Sequence[Event]) -> bool:
 
 
 def _artifact_valid(
-    art: ArtifactSpec, state: FinalState, fields: list[FieldResult]
-) -> list[str]:
-    reasons: list[str] = []
+    art: ArtifactSpec, state: FinalState, fields: list[FieldResult], ctx: _Ctx,
+) -> list[GateFailure]:
+    out: list[GateFailure] = []
+    ev = ctx.events
     life = state.lifecycle.get(art.id, Lifecycle.DRAFT)
     if life.rank < art.min_lifecycle.rank:
-        reasons.append(f"{art.id}: lifecycle {life.value} < required {art.min_lifecycle.value}")
+        out.append(_failure(
+            ctx, f"{art.id}: lifecycle {life.value} < required {art.min_lifecycle.value}",
+            f"{art.id} ended {life.value}; it must reach at least {art.min_lifecycle.value}",
+            _last_lifecycle(ev, art.id)))
     mine = [f for f in fields if f.artifact == art.id]
     specs = {f.name: f for f in art.fields}
     missing = [f.field for f in mine if specs[f.field].required and is_empty(f.value)]
     if missing:
-        reasons.append(f"{art.id}: missing required field(s) {', '.join(missing)}")
+        out.append(_failure(
+            ctx, f"{art.id}: missing required field(s) {', '.join(missing)}",
+            f"{art.id} ended without {', '.join(missing)} (required)",
+            _last_update(ev, art.id)))
     wrong = [f.field for f in mine if f.counted and not f.correct and not is_empty(f.value)]
     if wrong:
-        reasons.append(f"{art.id}: wrong field(s) {', '.join(wrong)}")
+        out.append(_failure(
+            ctx, f"{art.id}: wrong field(s) {', '.join(wrong)}",
+            f"{art.id} ended with a wrong value in {', '.join(wrong)}",
+            [s for name in wrong for s in _last_update(ev, art.id, name)]))
     stale = [f.field for f in mine if f.stale]
     if stale:
-        reasons.append(f"{art.id}: stale (pre-correction) value in {', '.join(stale)}")
-    return reasons
+        out.append(_failure(
+            ctx, f"{art.id}: stale (pre-correction) value in {', '.join(stale)}",
+            f"{art.id} kept the value from before the caller's correction in "
+            f"{', '.join(stale)}",
+            [s for name in stale for s in _last_update(ev, art.id, name)]))
+    return out
 
 
 def grade_events(
@@ -316,32 +429,46 @@ def grade_events(
     auth = replay_authorization(events, corrections)
     ctx = _Ctx(task, events, state, fields, auth)
     g = task.grading
-    reasons: dict[str, list[str]] = {name: [] for name in GATE_NAMES}
+    failures: dict[str, list[GateFailure]] = {name: [] for name in GATE_NAMES}
 
-    unmet = [describe(p) for p in g.terminal if not ctx.holds(p)]
+    unmet = [p for p in g.terminal if not ctx.holds(p)]
     alternate_ok = any(all(ctx.holds(p) for p in alt) for alt in g.alternates)
     if unmet and not alternate_ok:
-        reasons["TS"] = [f"terminal predicate not met: {u}" for u in unmet]
+        failures["TS"] = [_pred_failure(ctx, f"terminal predicate not met: {describe(p)}",
+                                        "Not reached", p) for p in unmet]
 
-    reasons["PV"] = [f"forbidden predicate holds: {describe(p)}" for p in g.forbidden
-                     if ctx.holds(p)]
-    reasons["PV"] += [f"must-hold predicate violated: {describe(p)}" for p in g.must_hold
-                      if not ctx.holds(p)]
-    reasons["PV"] += auth.unauthorized
-    reasons["PV"] += shortcuts(task, events)
+    failures["PV"] = [_pred_failure(ctx, f"forbidden predicate holds: {describe(p)}",
+                                    "Forbidden, but it happened", p)
+                      for p in g.forbidden if ctx.holds(p)]
+    failures["PV"] += [_pred_failure(ctx, f"must-hold predicate violated: {describe(p)}",
+                                     "Must hold, but did not", p)
+                       for p in g.must_hold if not ctx.holds(p)]
+    failures["PV"] += [_failure(ctx, line, line[:1].upper() + line[1:], [seq])
+                       for line, seq in zip(auth.unauthorized, auth.unauthorized_seqs,
+                                            strict=True)]
+    failures["PV"] += [_failure(ctx, line, "Invalid shortcut: " + line.split(": ", 1)[1],
+                                [write.seq]) for line, write in shortcut_writes(task, events)]
 
-    reasons["AC"] = [
-        f"required action not completed: {req.tool}"
-        + (f" {json.dumps(req.args, sort_keys=True)}" if req.args else "")
-        for req in g.required_actions if not _action_done(req, events)
-    ]
+    for req in g.required_actions:
+        if _action_done(req, events):
+            continue
+        args = f" {json.dumps(req.args, sort_keys=True)}" if req.args else ""
+        tries = [e.seq for e in events if isinstance(e, ToolCall) and e.name == req.tool]
+        failures["AC"].append(_failure(
+            ctx, f"required action not completed: {req.tool}{args}",
+            f"{req.tool} was never completed" + (
+                " with " + ", ".join(f"{k} {v}" for k, v in sorted(req.args.items()))
+                if req.args else "")
+            + (f" ({len(tries)} attempt(s) did not succeed)" if tries else ""), tries))
     retrieved = {d for e in events if isinstance(e, ToolResult) and e.ok for d in e.evidence}
-    reasons["AC"] += [f"required evidence never retrieved: {doc}"
-                      for doc in g.required_evidence if doc not in retrieved]
+    failures["AC"] += [_failure(ctx, f"required evidence never retrieved: {doc}",
+                                f"The agent never retrieved {doc}", [])
+                       for doc in g.required_evidence if doc not in retrieved]
 
     for art in task.artifacts:
-        reasons["AV"] += _artifact_valid(art, state, fields)
+        failures["AV"] += _artifact_valid(art, state, fields, ctx)
 
+    reasons = {name: [f.reason for f in failures[name]] for name in GATE_NAMES}
     gates = {name: not reasons[name] for name in GATE_NAMES}
     counted = [f for f in fields if f.counted]
     end = next((e for e in reversed(events) if isinstance(e, SessionEnd)), None)
@@ -359,6 +486,7 @@ def grade_events(
         afa={"correct": sum(f.correct for f in counted), "total": len(counted)},
         stale_fields=[f"{f.artifact}.{f.field}" for f in fields if f.stale],
         fields=fields, gate_reasons={k: v for k, v in reasons.items() if v},
+        gate_failures={k: v for k, v in failures.items() if v},
         end_reason=end.reason if end else None,
         # A log without session.end was cut off (a crash, a killed process): whatever the
         # gates say, that is never the agent's failure.

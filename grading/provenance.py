@@ -11,7 +11,7 @@ one that matches the gold answer or a version of the field's fact — that none 
 revealed yet is a shortcut: the agent guessed, or read the benchmark, instead of doing the
 work. A wrong value is not a shortcut (Artifact Validity already fails it).
 
-Pure: task spec and event log in, one line per shortcut out.
+Pure: task spec and event log in, one line per shortcut out (with the write behind it).
 """
 
 from __future__ import annotations
@@ -60,6 +60,11 @@ def _hidden_values(task: TaskSpec, spec: FieldSpec) -> list[Any]:
 def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
     """One line per field first written with a hidden value before anything had revealed
     it (field, value and media time named)."""
+    return [line for line, _ in shortcut_writes(task, events)]
+
+
+def shortcut_writes(task: TaskSpec, events: Sequence[Event]) -> list[tuple[str, ArtifactUpdate]]:
+    """:func:`shortcuts`' lines, each with the ``artifact.update`` that wrote the value."""
     revealed: set[tuple[str, int]] = set()
     context = [task.context, f"Today's date: {spoken_date(task.reference_date)}."]
     texts: list[str] = []
@@ -69,7 +74,7 @@ def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
     known: dict[str, int] = {}
     """Live participant: facts on the card from the start, not said yet."""
     asked: set[str] = set()
-    out: list[str] = []
+    out: list[tuple[str, ArtifactUpdate]] = []
     for ev in events:
         if isinstance(ev, UserPlanEvent):
             for ref in ev.facts:
@@ -116,11 +121,11 @@ def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
                 if _available(task, spec, value, revealed, seen, retrieved):
                     continue
                 flagged.add(key)
-                out.append(
+                out.append((
                     f"invalid shortcut: {ev.artifact_id}.{name} = {value!r} written at "
                     f"{ev.t_media_ms / 1000:.1f} s before the caller, the task context or a "
-                    "tool result had revealed it"
-                )
+                    "tool result had revealed it", ev,
+                ))
     return out
 
 
