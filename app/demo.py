@@ -9,6 +9,17 @@ event over: frames go to two bounded :class:`~app.rtc.AudioFeed` queues (user, a
 the page's Server-Sent-Events stream reads. The run directory is an ordinary one under
 ``<runs_dir>/demo-live/<task>/<session id>/``, so it shows up in the run list and replays.
 
+Two modes. ``listen``: the task's frozen simulator is the caller and the browser hears both
+channels. ``mic``: the researcher takes the caller's part with their microphone, as a Study B
+participant does (app/live.py): a :class:`~runtime.live_user.LiveParticipant` is the user
+source (the reveal graph in cue mode, its role card with facts and private cues shown on the
+page), the microphone arrives over WebRTC into a :class:`~app.rtc.MicSink`, and the agent
+channel goes back to the browser. Both run on the same realtime media clock.
+
+The session is marked ended (``finished``, ``stopped``) as soon as the run logs
+``session.end``, before its files are closed and graded: the page stops its players and shows
+the end at once, and receives the grade (``graded``) when grading is done.
+
 aiortc is imported only where a browser connects: the rest of the app works without it.
 """
 
@@ -21,12 +32,20 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from app.rtc import MAX_SDP_CHARS, AudioFeed, Janitor, channel_track_class
+from app.rtc import (
+    MAX_SDP_CHARS,
+    AudioFeed,
+    Janitor,
+    MicSink,
+    channel_track_class,
+    close_peer,
+    drain_track,
+)
 from grading.gates import RunGrade, grade_run_dir
 from runtime.agents.base import InfrastructureError
 from runtime.agents.registry import available
@@ -36,11 +55,14 @@ from runtime.campaign import AgentFactory, AgentSpecError, parse_agent_spec
 from runtime.events import Event
 from runtime.orchestrator import ClockMode, Orchestrator
 from runtime.recovery import recover_run
-from runtime.simulator import FrozenSimulator
+from runtime.simulator import FrozenSimulator, UserSource
 from runtime.spec import TaskSpec
 
 if TYPE_CHECKING:
     from aiortc import RTCPeerConnection
+
+    from app.live import LiveUser
+    from runtime.speech.asr import ASR
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +70,12 @@ DEMO_DIR = "demo-live"
 """Live runs go to ``<runs_dir>/demo-live/<task id>/<session id>/``."""
 SessionState = Literal["waiting", "running", "finished", "failed", "stopped"]
 ACTIVE_STATES: frozenset[str] = frozenset({"waiting", "running"})
+DemoMode = Literal["listen", "mic"]
+MODES: dict[str, str] = {
+    "listen": "Listen: the task's simulated caller talks to the agent",
+    "mic": "Talk: you are the caller, with your microphone and the role card",
+}
+"""The demo modes and how the picker labels them."""
 
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "openai-realtime": ("OPENAI_API_KEY",),
@@ -134,9 +162,14 @@ class DemoSession:
     def __init__(
         self, *, session_id: str, task: TaskSpec, factory: AgentFactory, owner: str,
         run_dir: Path, seed: int, clock: ClockMode, loop: asyncio.AbstractEventLoop,
-        max_events: int,
+        max_events: int, mode: DemoMode = "listen", participant: LiveUser | None = None,
     ) -> None:
+        if mode == "mic" and participant is None:
+            raise ValueError("a mic-mode demo needs a live participant")
         self.id = session_id
+        self.mode: DemoMode = mode
+        self.participant = participant
+        """The live caller (mic mode): the microphone goes in, the role card comes out."""
         self.task = task
         self.factory = factory
         self.agent = factory.spec
@@ -151,7 +184,9 @@ class DemoSession:
         self.max_events = max_events
         self.dropped_events = 0
         self.feeds = (AudioFeed(), AudioFeed())
-        """User channel, agent channel."""
+        """User channel, agent channel (mic mode: the agent channel only goes out)."""
+        self.mic = MicSink(self._push_mic)
+        self._drains: list[asyncio.Task[None]] = []
         self.pc: RTCPeerConnection | None = None
         self.listening = False
         self.subscribers = 0
@@ -161,6 +196,9 @@ class DemoSession:
         self.media_ms = 0
         self.grade: RunGrade | None = None
         self.grade_problem: str | None = None
+        self.graded = False
+        """Grading is over (``grade`` or ``grade_problem`` is set, or nothing was written):
+        comes after the end (``done``), which is marked when the run logs ``session.end``."""
         self._loop = loop
         self._changed = asyncio.Event()
         self._stop = threading.Event()
@@ -190,7 +228,16 @@ class DemoSession:
 
     def status(self) -> dict[str, Any]:
         return {"state": self.state, "detail": self.detail, "media_ms": self.media_ms,
-                "dropped_events": self.dropped_events, "listening": self.listening}
+                "dropped_events": self.dropped_events, "listening": self.listening,
+                "graded": self.graded, "mode": self.mode}
+
+    def card(self) -> dict[str, Any] | None:
+        """The caller's role card as the Study B participant page shows it (mic mode)."""
+        if self.participant is None:
+            return None
+        from app.live import card_view
+
+        return card_view(self.participant.role_card())
 
     # ---------------------------------------------------------------- run
 
@@ -211,6 +258,7 @@ class DemoSession:
         if self.state == "waiting":
             self.state, self.detail = "stopped", reason
             self.ended_at = time.monotonic()
+            self.graded = True  # nothing to grade
             self._wake()
         elif self.state == "running" and not self._stop.is_set():
             self._stop_reason = reason
@@ -224,14 +272,14 @@ class DemoSession:
             self.state, self.detail = "stopped", f"{self._stop_reason} (the run did not end)"
             self.ended_at = now
             self._abandoned = True
+            self.graded = True  # the grade, if any, is left to the replay
             self._wake()
 
     def _thread_main(self) -> None:
         state: SessionState = "finished"
         detail = ""
         try:
-            result = asyncio.run(self._run())
-            detail = result
+            detail = asyncio.run(self._run())
             if self._stop.is_set():
                 state, detail = "stopped", self._stop_reason
         except Exception as exc:  # any failure ends this session only, with its message
@@ -239,24 +287,37 @@ class DemoSession:
             state, detail = "failed", f"{type(exc).__name__}: {exc}"
             with contextlib.suppress(Exception):  # a log left open: closed as infrastructure
                 recover_run(self.run_dir, f"harness error: {detail}")
+        if not self._abandoned and (state != "finished" or self.state in ACTIVE_STATES):
+            # Normally marked at ``session.end`` already (_on_event); a crash may log none.
+            self.state, self.detail = state, detail
+            self.ended_at = self.ended_at or time.monotonic()
+            self._notify()
+        elif not self._abandoned:
+            self.detail = detail
         if (self.run_dir / "events.jsonl").is_file():
             try:
-                self.grade = grade_run_dir(self.run_dir, {self.task.id: self.task})
+                grade = grade_run_dir(self.run_dir, {self.task.id: self.task})
             except Exception as exc:  # grading problems are shown, not raised
                 self.grade_problem = f"{type(exc).__name__}: {exc}"
+            else:
+                self.grade = grade
         if self._abandoned:
             return
-        self.state, self.detail = state, detail
-        self.ended_at = time.monotonic()
+        self.graded = True
         self._notify()
 
     async def _run(self) -> str:
         agent = self.factory.make(self.task)
-        user = FrozenSimulator(self.task, self.seed, BankPlayer(self.task))
+        user: UserSource
+        if self.participant is not None:
+            user = self.participant
+        else:
+            user = FrozenSimulator(self.task, self.seed, BankPlayer(self.task))
         orch = Orchestrator(
             self.task, agent, user, self.run_dir, agent_spec=self.factory.spec, seed=self.seed,
             clock=self.clock,
-            meta_extra={"run_id": f"demo-{self.id}", "demo": True, "started_by": self.owner},
+            meta_extra={"run_id": f"demo-{self.id}", "demo": True, "started_by": self.owner,
+                        "demo_mode": self.mode},
             on_frame=self._on_frame, on_event=self._on_event,
         )
         try:
@@ -265,7 +326,11 @@ class DemoSession:
             for attr in ("trace", "log"):  # closed already unless the run crashed
                 with contextlib.suppress(Exception):
                     getattr(orch, attr).close()
-        return f"{result.end_reason} after {result.media_ms / 1000:.1f} s of media"
+            close = getattr(self.participant, "close", None)
+            if callable(close):  # the live caller's transcription worker
+                with contextlib.suppress(Exception):
+                    close()
+        return _outcome(result.end_reason, result.media_ms)
 
     # ---------------------------------------------------------------- orchestrator hooks
     # (called on the session's own thread)
@@ -275,7 +340,8 @@ class DemoSession:
             raise InfrastructureError(f"demo stopped: {self._stop_reason}")
         self.media_ms = t_media_ms
         if self.listening:
-            self.feeds[0].push(user)
+            if self.mode == "listen":
+                self.feeds[0].push(user)
             self.feeds[1].push(agent)
 
     def _on_event(self, event: Event) -> None:
@@ -283,13 +349,42 @@ class DemoSession:
             self.events.append((event.seq, event.model_dump_json(exclude={"t_wall"})))
         else:
             self.dropped_events += 1
+        if event.type == "session.end" and self.state == "running":
+            # The media has ended: say so now, not after the files are closed and graded
+            # (grading, or the agent's threads winding down, can take seconds on a busy
+            # machine). ``graded`` follows from _thread_main.
+            self.media_ms = event.t_media_ms
+            if self._stop.is_set():
+                self.state, self.detail = "stopped", self._stop_reason
+            else:
+                self.state = "finished"
+                self.detail = _outcome(str(getattr(event, "reason", "")), event.t_media_ms)
+            self.ended_at = time.monotonic()
         self._notify()
+
+    # ---------------------------------------------------------------- microphone (mic mode)
+
+    def _push_mic(self, pcm: Pcm) -> None:
+        if self.state == "running" and self.participant is not None and len(pcm):
+            self.participant.push_audio(pcm)
+
+    def _mark_caller(self, connected: bool) -> None:
+        if self.participant is None or self.state != "running":
+            return
+        try:
+            if connected:
+                self.participant.mark_connected()
+            else:
+                self.participant.mark_disconnected()
+        except Exception:
+            log.exception("demo %s: connection mark failed", self.id)
 
     # ---------------------------------------------------------------- WebRTC
 
     async def answer(self, sdp: str, sdp_type: str) -> dict[str, Any]:
-        """Answer the browser's offer: two receive-only audio transceivers (user, agent).
-        The run starts when the connection is up (or with :meth:`start`)."""
+        """Answer the browser's offer: two receive-only audio transceivers (user, agent), or
+        in mic mode one (the microphone in, the agent channel out). The run starts when the
+        connection is up (or, listening, with :meth:`start`)."""
         if sdp_type != "offer" or not sdp or len(sdp) > MAX_SDP_CHARS:
             raise DemoError("expected an SDP offer of at most 20,000 characters")
         if self.done:
@@ -302,6 +397,11 @@ class DemoSession:
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.pc = pc
 
+        @pc.on("track")
+        def _on_track(track: Any) -> None:
+            if self.mode == "mic" and track.kind == "audio" and pc is self.pc:
+                self._drains.append(asyncio.ensure_future(drain_track(track, self.mic)))
+
         @pc.on("connectionstatechange")
         async def _on_state() -> None:
             if pc is not self.pc:
@@ -310,18 +410,22 @@ class DemoSession:
                 self.listening = True
                 self.last_seen = time.monotonic()
                 self.start()
+                self._mark_caller(True)
             elif pc.connectionState in ("failed", "closed"):
                 self.listening = False
+                self._mark_caller(False)
             self._wake()
 
+        expected = 1 if self.mode == "mic" else 2
         try:
             await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="offer"))
             audio = [t for t in pc.getTransceivers() if t.kind == "audio"]
-            if len(audio) != 2:
-                raise DemoError(f"the offer has {len(audio)} audio transceivers; expected 2 "
-                                "(user, agent)")
+            if len(audio) != expected:
+                raise DemoError(
+                    f"the offer has {len(audio)} audio transceivers; expected {expected} "
+                    + ("(your microphone, the agent)" if self.mode == "mic" else "(user, agent)"))
             track_class = channel_track_class()
-            for feed in self.feeds:
+            for feed in self.feeds[2 - expected:]:
                 pc.addTrack(track_class(feed))
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:
@@ -330,15 +434,21 @@ class DemoSession:
                 raise
             raise DemoError(f"could not answer the offer: {exc}") from None
         local = pc.localDescription
+        roles = ["agent"] if self.mode == "mic" else ["user", "agent"]
         return {"sdp": local.sdp, "type": local.type,
-                "tracks": {str(audio[0].mid): "user", str(audio[1].mid): "agent"}}
+                "tracks": {str(t.mid): role for t, role in zip(audio, roles, strict=True)}}
 
     async def close_listener(self) -> None:
         pc, self.pc = self.pc, None
         self.listening = False
-        if pc is not None:
-            with contextlib.suppress(Exception):
-                await pc.close()
+        await close_peer(pc)
+        for task in self._drains:
+            task.cancel()
+        self._drains = []
+
+
+def _outcome(end_reason: str, media_ms: int) -> str:
+    return f"{end_reason} after {media_ms / 1000:.1f} s of media"
 
 
 # --------------------------------------------------------------------------- the manager
@@ -354,8 +464,15 @@ class DemoManager:
         self, runs_dir: Path, *, clock: ClockMode = "realtime", max_sessions: int = 4,
         leave_grace_s: float = 10.0, retain_s: float = 300.0, max_events: int = 5000,
         limits: Mapping[str, int] | None = None, reap_every_s: float = 2.0,
+        asr_factory: Callable[[], ASR | None] | None = None,
+        participant_factory: Callable[[TaskSpec, int, ASR | None], LiveUser] | None = None,
     ) -> None:
         self.runs_dir = runs_dir
+        self.asr_factory = asr_factory
+        """Speech recognition for mic mode (default: app.live.default_asr, shared with
+        Study B; None when it cannot load: the call runs without transcripts)."""
+        self.participant_factory = participant_factory
+        """The live caller for mic mode (default: a LiveParticipant, as in Study B)."""
         self.clock: ClockMode = clock
         self.max_sessions = max_sessions
         self.leave_grace_s = leave_grace_s
@@ -370,23 +487,47 @@ class DemoManager:
     def active(self) -> list[DemoSession]:
         return [s for s in self.sessions.values() if not s.done]
 
-    def create(self, task: TaskSpec, factory: AgentFactory, *, owner: str,
-               seed: int = 0) -> DemoSession:
+    def _check_capacity(self) -> None:
         if len(self.active()) >= self.max_sessions:
             raise DemoBusy(f"{self.max_sessions} live demos are already running; stop one "
                            "or wait for one to finish")
+
+    def _effective(self, task: TaskSpec) -> TaskSpec:
         if self.limits:
             task = task.model_copy(update={"limits": task.limits.model_copy(update=self.limits)})
+        return task
+
+    def create(self, task: TaskSpec, factory: AgentFactory, *, owner: str,
+               seed: int = 0, mode: DemoMode = "listen",
+               participant: LiveUser | None = None) -> DemoSession:
+        self._check_capacity()
+        task = self._effective(task)
         session_id = secrets.token_urlsafe(9)
         run_dir = self.runs_dir / DEMO_DIR / task.id / session_id
         session = DemoSession(
             session_id=session_id, task=task, factory=factory, owner=owner, run_dir=run_dir,
             seed=seed, clock=self.clock, loop=asyncio.get_running_loop(),
-            max_events=self.max_events,
+            max_events=self.max_events, mode=mode, participant=participant,
         )
         self.sessions[session_id] = session
         self._janitor.ensure()
         return session
+
+    async def open(self, task: TaskSpec, factory: AgentFactory, *, owner: str,
+                   seed: int = 0, mode: DemoMode = "listen") -> DemoSession:
+        """:meth:`create`; in mic mode first the live caller (speech recognition loads in a
+        thread: nothing waits for it on the server's loop)."""
+        participant = None
+        if mode == "mic":
+            self._check_capacity()
+            from app.live import _default_participant, default_asr
+
+            asr = await asyncio.to_thread(self.asr_factory or default_asr)
+            participant = await asyncio.to_thread(
+                self.participant_factory or _default_participant, self._effective(task), seed,
+                asr)
+        return self.create(task, factory, owner=owner, seed=seed, mode=mode,
+                           participant=participant)
 
     def get(self, session_id: str) -> DemoSession | None:
         return self.sessions.get(session_id)

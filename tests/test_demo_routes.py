@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
+import markupsafe
 import numpy as np
 import pytest
 import soundfile as sf
@@ -23,6 +26,7 @@ from app.auth import create_user
 from app.demo import DEMO_DIR, DemoManager, agent_choices
 from app.settings import Settings
 from app.web import create_app
+from grading.gates import grade_run_dir
 from runtime.agents.base import InfrastructureError
 from runtime.audio import FRAME_MS, Pcm
 from runtime.bank import BankPlayer
@@ -33,14 +37,18 @@ from runtime.simulator import FrozenSimulator
 from runtime.spec import find_task
 from tests.webclient import PASSWORD, log_in, page_csrf
 
+pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
+
 HAVE_AIORTC = importlib.util.find_spec("aiortc") is not None
 
 
 @pytest.fixture(scope="module")
-def shared_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Settings]:
-    """One app for the module (loading the catalogue and hashing passwords takes seconds)."""
+def shared_app(tmp_path_factory: pytest.TempPathFactory,
+               module_database_url: str | None) -> tuple[Any, Settings]:
+    """One app for the module (loading the catalogue and hashing passwords takes seconds),
+    one per database backend."""
     settings = Settings(data_dir=tmp_path_factory.mktemp("demo") / "data",
-                        secret_key="test-secret")
+                        secret_key="test-secret", database_url=module_database_url)
     app = create_app(settings)
     with Session(app.state.engine) as session:
         create_user(session, "ada", PASSWORD)
@@ -79,10 +87,11 @@ def start_demo(client: TestClient, token: str, task: str = "apexv1_070",
 
 
 def wait_done(manager: DemoManager, session_id: str, timeout: float = 60.0) -> None:
+    """Until the run has ended and been graded (``done`` comes first, at ``session.end``)."""
     deadline = time.monotonic() + timeout
     session = manager.get(session_id)
     assert session is not None
-    while not session.done:
+    while not (session.done and session.graded):
         assert time.monotonic() < deadline, f"demo still {session.state}"
         time.sleep(0.05)
 
@@ -197,7 +206,8 @@ def test_a_live_run_from_picker_to_grade(client: TestClient,
     assert r.status_code == 204
     wait_done(manager, demo_id)
     session = manager.get(demo_id)
-    assert session is not None and session.state == "finished", session.detail
+    assert session is not None
+    assert session.state == "finished", session.detail
     # The event stream replays the whole log, then the end.
     stream = sse_messages(client.get(f"/demo/{demo_id}/events").text)
     kinds = [k for k, _, _ in stream]
@@ -259,7 +269,7 @@ async def test_a_session_whose_browser_went_away_is_stopped_and_forgotten(
     await asyncio.sleep(0.5)  # realtime: a few frames, then nobody is watching
     await manager.reap()
     deadline = time.monotonic() + 10
-    while not session.done:
+    while not session.graded:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.02)
     assert session.state == "stopped" and session.detail == "the browser went away"
@@ -284,7 +294,7 @@ async def test_a_failing_agent_fails_its_session_only(tmp_path: Path) -> None:
     bad.start()
     good.start()
     deadline = time.monotonic() + 60
-    while not (bad.done and good.done):
+    while not (bad.graded and good.graded):
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
     assert bad.state == "failed" and "missing.yaml" in bad.detail
@@ -422,6 +432,237 @@ async def test_an_aiortc_peer_hears_both_channels(
             assert len(pcm) > 48_000 * 3, role  # seconds of audio, not a handful of frames
             assert np.sqrt(np.mean(pcm**2)) > 100, role  # speech, not silence
         await app.state.demo.close()
+
+
+# --------------------------------------------------------------------------- the end state
+
+
+def test_the_end_is_marked_when_the_media_ends_not_when_the_grade_is_ready(
+    client: TestClient, app_and_settings: tuple[Any, Settings],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue #17: the page sat on "running" long after the media ended (the state changed
+    only once the run was graded). With grading held back, the session says ``finished`` as
+    soon as the run logs ``session.end``; the result says it is grading; the grade follows."""
+    import app.demo as demo_module
+
+    release = threading.Event()
+    grading = threading.Event()
+
+    def slow_grade(*args: Any, **kwargs: Any) -> Any:
+        grading.set()
+        assert release.wait(60), "the test never released the grader"
+        return grade_run_dir(*args, **kwargs)
+
+    monkeypatch.setattr(demo_module, "grade_run_dir", slow_grade)
+    app, _ = app_and_settings
+    manager: DemoManager = app.state.demo
+    token = login(client)
+    demo_id = start_demo(client, token)
+    session = manager.get(demo_id)
+    assert session is not None
+    try:
+        client.post(f"/demo/{demo_id}/start", headers={"X-CSRF-Token": token,
+                                                       "HX-Request": "true"})
+        assert grading.wait(60), "the run never reached its grading"
+        # The grader is still held: the end is already known.
+        status = session.status()
+        assert status["state"] == "finished" and not status["graded"], status
+        assert "terminal_state" in status["detail"] or "after" in status["detail"]
+        assert status["media_ms"] > 0
+        frag = client.get(f"/demo/{demo_id}/result", headers={"HX-Request": "true"}).text
+        assert 'id="demo-grading"' in frag and "data-gate" not in frag
+        page = client.get(f"/demo/{demo_id}").text
+        assert 'data-state="finished"' in page
+    finally:
+        release.set()
+    wait_done(manager, demo_id)
+    assert session.state == "finished" and session.grade is not None and session.grade.WS
+    stream = sse_messages(client.get(f"/demo/{demo_id}/events").text)
+    states = [json.loads(d) for k, d, _ in stream if k == "state"]
+    assert states[-1]["graded"] and stream[-1][0] == "end"
+    assert 'data-gate="WS"' in client.get(f"/demo/{demo_id}/result",
+                                          headers={"HX-Request": "true"}).text
+
+
+def test_gate_failures_are_printed_as_sentences(
+    client: TestClient, app_and_settings: tuple[Any, Settings],
+) -> None:
+    """A failing run's result lists each gate failure as its readable sentence (with a link
+    to its moment in the replay), not the raw predicate line of ``gate_reasons``."""
+    app, _ = app_and_settings
+    manager: DemoManager = app.state.demo
+    token = login(client)
+    demo_id = start_demo(client, token, agent="scripted:negative_commit_without_approval")
+    client.post(f"/demo/{demo_id}/start", headers={"X-CSRF-Token": token, "HX-Request": "true"})
+    wait_done(manager, demo_id)
+    session = manager.get(demo_id)
+    assert session is not None and session.grade is not None
+    failures = [f for fs in session.grade.gate_failures.values() for f in fs]
+    assert failures and not session.grade.WS
+    frag = client.get(f"/demo/{demo_id}/result", headers={"HX-Request": "true"}).text
+    assert 'id="gate-failures"' in frag
+    items = re.findall(r'<li data-gate-failure="(\w+)"', frag)
+    assert len(items) == len(failures)
+    for failure in failures:
+        assert str(markupsafe.escape(failure.text)) in frag
+        # The raw line is kept as the item's title only, never printed as text.
+        assert f"<p class=\"hint\">{failure.reason}" not in frag
+    if any(f.t_media_ms is not None for f in failures):
+        assert re.search(r'href="/runs/demo-live/apexv1_070/[^"#]+/replay#t=\d+\.\d"', frag)
+
+
+# --------------------------------------------------------------------------- mic mode
+
+
+def _mic_manager(settings: Settings, **kwargs: Any) -> DemoManager:
+    """Mic mode without speech recognition (the call runs without transcripts)."""
+    return DemoManager(settings.runs_dir, asr_factory=lambda: None, **kwargs)
+
+
+def test_mic_mode_page_shows_the_callers_role_card(
+    client: TestClient, app_and_settings: tuple[Any, Settings],
+) -> None:
+    app, settings = app_and_settings
+    app.state.demo = _mic_manager(settings, clock="virtual")
+    token = login(client)
+    picker = client.get("/demo?task=apexv1_051").text
+    assert 'name="mode" value="mic"' in picker and 'name="mode" value="listen"' in picker
+    r = client.post("/demo", data={"csrf_token": token, "task": "apexv1_051",
+                                   "agent": "scripted:oracle", "mode": "sing"})
+    assert r.status_code == 400 and "is not one of: listen, mic" in r.text
+    r = client.post("/demo", data={"csrf_token": token, "task": "apexv1_051",
+                                   "agent": "scripted:oracle",
+                                   "mode": "mic"}, follow_redirects=False)
+    assert r.status_code == 303
+    demo_id = str(r.headers["location"]).rsplit("/", 1)[1]
+    session = app.state.demo.get(demo_id)
+    assert session is not None and session.mode == "mic"
+    page = client.get(f"/demo/{demo_id}").text
+    assert 'data-mode="mic"' in page and 'id="role-card"' in page and 'id="cue-box"' in page
+    assert ">Start call<" in page and ">End call<" in page
+    assert 'id="demo-start"' not in page and 'id="audio-user"' not in page
+    card = session.card()
+    assert card is not None and card["facts"]
+    for fact in card["facts"]:  # what the caller knows from the start is on the page
+        assert f'data-fact="{fact["id"]}"' in page
+    # A listen-mode offer (two receive-only transceivers) does not fit a mic-mode demo.
+    if HAVE_AIORTC:
+        sdp = _offer_sdp(transceivers=2)
+        r = client.post(f"/demo/{demo_id}/offer", headers={"X-CSRF-Token": token},
+                        json={"sdp": sdp, "type": "offer"})
+        assert r.status_code == 400 and "expected 1" in r.json()["error"]
+    client.post(f"/demo/{demo_id}/stop", headers={"X-CSRF-Token": token, "HX-Request": "true"})
+    assert session.state == "stopped"
+
+
+def _offer_sdp(transceivers: int) -> str:
+    from aiortc import RTCPeerConnection
+
+    async def make() -> str:
+        pc = RTCPeerConnection()
+        for _ in range(transceivers):
+            pc.addTransceiver("audio", direction="recvonly")
+        await pc.setLocalDescription(await pc.createOffer())
+        sdp = str(pc.localDescription.sdp)
+        await pc.close()
+        return sdp
+
+    return asyncio.run(make())
+
+
+@pytest.mark.skipif(not HAVE_AIORTC, reason="aiortc is not installed")
+async def test_an_aiortc_caller_talks_to_the_agent_in_mic_mode(
+    app_and_settings: tuple[Any, Settings], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The researcher's browser played by aiortc over loopback: one audio transceiver sends
+    the caller's opening (the task's own bank realization) as the microphone and receives the
+    agent. The agent hears it and answers (it asks for the account ID after the opening ends);
+    the event stream carries the role card; the call ends as a stopped demo with a grade."""
+    import aioice.ice
+    from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
+
+    from app.rtc import recorded_mic_track_class
+    from runtime.audio import SAMPLE_RATE, resample
+    from runtime.simulator import select_realization
+
+    monkeypatch.setattr(aioice.ice, "get_host_addresses", lambda use_ipv4, use_ipv6: ["127.0.0.1"])
+    app, settings = app_and_settings
+    app.state.demo = _mic_manager(settings, clock="realtime")
+    task = find_task("apexv1_051")
+    plan = task.plan("opening")
+    assert plan is not None
+    real = select_realization(task.id, 0, plan)
+    opening = BankPlayer(task).audio(real.id, real.audio)
+    lead = np.zeros(SAMPLE_RATE, np.int16)  # a second of silence first
+    mic48 = resample(np.concatenate([lead, opening]), SAMPLE_RATE, 48_000)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        page = (await http.get("/login")).text
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        await http.post("/login", data={"csrf_token": token, "username": "ada",
+                                        "password": PASSWORD})
+        page = (await http.get("/tasks")).text
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
+        r = await http.post("/demo", data={"csrf_token": token, "task": "apexv1_051",
+                                           "agent": "scripted:oracle", "mode": "mic"})
+        demo_id = str(r.headers["location"]).rsplit("/", 1)[1]
+        session = app.state.demo.get(demo_id)
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+        pc.addTrack(recorded_mic_track_class()(mic48, False))
+        received: list[np.ndarray[Any, Any]] = []
+        tasks: list[asyncio.Task[None]] = []
+
+        async def drain(track: Any) -> None:
+            while True:
+                try:
+                    frame = await track.recv()
+                except Exception:
+                    return
+                received.append(frame.to_ndarray().reshape(-1, 2))
+
+        pc.on("track", lambda track: tasks.append(asyncio.ensure_future(drain(track))))
+        await pc.setLocalDescription(await pc.createOffer())
+        r = await http.post(f"/demo/{demo_id}/offer", headers={"X-CSRF-Token": token},
+                            json={"sdp": pc.localDescription.sdp, "type": "offer"})
+        assert r.status_code == 200, r.text
+        answer = r.json()
+        assert list(answer["tracks"].values()) == ["agent"]
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type="answer"))
+
+        def seen(kind: str, **match: Any) -> list[dict[str, Any]]:
+            out = []
+            for _, data in list(session.events):
+                e = json.loads(data)
+                if e["type"] == kind and all(e.get(k) == v for k, v in match.items()):
+                    out.append(e)
+            return out
+
+        deadline = time.monotonic() + 60
+        while not seen("agent.act", act="ask", field="account_id"):
+            assert time.monotonic() < deadline and not session.done, (
+                session.state, session.detail, [json.loads(d)["type"] for _, d in session.events])
+            await asyncio.sleep(0.1)
+        r = await http.post(f"/demo/{demo_id}/stop",
+                            headers={"X-CSRF-Token": token, "HX-Request": "true"})
+        assert r.status_code == 204
+        while not session.graded:
+            assert time.monotonic() < deadline, session.state
+            await asyncio.sleep(0.1)
+        await pc.close()
+        for t in tasks:
+            t.cancel()
+        ends = seen("user.speech.end")
+        ask = seen("agent.act", act="ask", field="account_id")[0]
+        assert ends and ask["seq"] > ends[0]["seq"]  # the agent answered the caller
+        assert session.state == "stopped" and session.grade is not None
+        assert received and np.sqrt(np.mean(np.concatenate(received).astype(np.float64) ** 2)) > 100
+        meta = json.loads((session.run_dir / "meta.json").read_text())
+        assert meta["demo_mode"] == "mic"
+        stream = sse_messages((await http.get(f"/demo/{demo_id}/events")).text)
+        cards = [json.loads(d) for k, d, _ in stream if k == "card"]
+        assert cards and 'id="role-card"' in cards[-1]["html"] and cards[-1]["card"]["facts"]
+    await app.state.demo.close()
 
 
 # --------------------------------------------------------------------------- docs

@@ -1,6 +1,7 @@
 """Demo mode: pick a task and an agent, run it live on the realtime clock, listen over WebRTC
-and watch the transcript, tools, artifact, authorization and duplex events arrive; the four
-gates, AFA and the field table at the end."""
+(or, in mic mode, take the caller's part with your microphone and the role card) and watch the
+transcript, tools, artifact, authorization and duplex events arrive; the four gates, AFA and
+the field table at the end."""
 
 from __future__ import annotations
 
@@ -17,13 +18,22 @@ from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.auth import UserDep, verify_csrf
-from app.demo import DemoBusy, DemoError, DemoManager, DemoSession, agent_choices, resolve_agent
+from app.demo import (
+    MODES,
+    DemoBusy,
+    DemoError,
+    DemoManager,
+    DemoMode,
+    DemoSession,
+    agent_choices,
+    resolve_agent,
+)
 from app.deps import is_htmx
 from app.routes.tasks import catalogue, get_task
 from app.runindex import grade_cached
 from app.security import event_stream
 from app.settings import Settings
-from app.web import page_or_fragment, render, shown
+from app.web import page_or_fragment, render, shown, templates
 from grading.gates import RunDirError, RunGrade
 from runtime.spec import TaskSpec
 
@@ -77,7 +87,7 @@ async def demo_picker(request: Request, user: UserDep, manager: ManagerDep) -> R
     mine = [s for s in manager.sessions.values() if s.owner == user.username]
     return page_or_fragment(request, "demo.html", "_demo_agents.html", {
         "user": user, "tasks": sorted(tasks.values(), key=lambda t: t.id), "task": task,
-        "choices": choices, "sessions": mine, "error": None,
+        "choices": choices, "sessions": mine, "error": None, "modes": MODES,
     })
 
 
@@ -85,8 +95,13 @@ async def demo_picker(request: Request, user: UserDep, manager: ManagerDep) -> R
 async def demo_create(
     request: Request, user: UserDep, manager: ManagerDep, task: Annotated[str, Form()] = "",
     agent: Annotated[str, Form()] = "", seed: Annotated[str, Form()] = "0",
+    mode: Annotated[str, Form()] = "listen",
 ) -> Response:
     spec = get_task(request, task)
+    if mode not in MODES:
+        raise HTTPException(status_code=400,
+                            detail=f"mode '{mode}' is not one of: {', '.join(MODES)}")
+    demo_mode: DemoMode = "mic" if mode == "mic" else "listen"
     try:
         seed_value = int(seed)
         if not 0 <= seed_value < 2**31:
@@ -97,7 +112,8 @@ async def demo_create(
         ) from None
     try:
         factory = resolve_agent(spec, agent, os.environ)
-        session = manager.create(spec, factory, owner=user.username, seed=seed_value)
+        session = await manager.open(spec, factory, owner=user.username, seed=seed_value,
+                                     mode=demo_mode)
     except DemoBusy as exc:
         return render(request, "error.html", {"status": 429, "message": str(exc)}, status=429)
     except DemoError as exc:
@@ -117,7 +133,7 @@ async def demo_page(request: Request, session_id: str, user: UserDep,
         raise HTTPException(status_code=404, detail=f"No live demo '{session_id}'.")
     return page_or_fragment(request, "demo_live.html", "_demo_status.html", {
         "user": user, "s": session, "artifacts": _task_context(session.task),
-        **_result_context(request, manager, session_id, session),
+        "card": session.card(), **_result_context(request, manager, session_id, session),
     })
 
 
@@ -158,6 +174,11 @@ async def demo_stop(request: Request, session_id: str, user: UserDep,
     return RedirectResponse(f"/demo/{session_id}", status_code=303)
 
 
+def _card_html(card: dict[str, Any]) -> str:
+    """The role card as the Study B participant page renders it."""
+    return templates.get_template("_participant_card.html").render(card=card)
+
+
 def _sse(event: str, data: str, event_id: int | None = None) -> str:
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {event}\ndata: {data}\n\n"
@@ -166,9 +187,12 @@ def _sse(event: str, data: str, event_id: int | None = None) -> str:
 @router.get("/demo/{session_id}/events")
 async def demo_events(request: Request, session_id: str, user: UserDep,
                       manager: ManagerDep) -> Response:
-    """Server-Sent Events: ``log`` (each event-log entry, id = seq), ``state`` and a final
-    ``end``. A reconnecting browser sends Last-Event-ID and gets only what it missed. The
-    stream holds no database connection; a demo holds at most ``MAX_STREAMS_PER_LINK``."""
+    """Server-Sent Events: ``log`` (each event-log entry, id = seq), ``state`` (its
+    ``state`` leaves ``running`` as soon as the run logs ``session.end``), ``card`` in mic
+    mode (the caller's role card, as HTML and data, whenever it changes) and a final ``end``
+    once the run is graded. A reconnecting browser sends Last-Event-ID and gets only what it
+    missed. The stream holds no database connection; a demo holds at most
+    ``MAX_STREAMS_PER_LINK``."""
     session = _session(manager, session_id, user.username)
     try:
         after = int(request.headers.get("Last-Event-ID", "0"))
@@ -182,17 +206,22 @@ async def demo_events(request: Request, session_id: str, user: UserDep,
             index = next((i for i, (seq, _) in enumerate(session.events) if seq > after),
                          len(session.events))
             sent_status: dict[str, Any] | None = None
+            sent_card: dict[str, Any] | None = None
             while True:
                 changed = session.changed()
                 while index < len(session.events):
                     seq, data = session.events[index]
                     index += 1
                     yield _sse("log", data, seq)
+                card = session.card()
+                if card is not None and card != sent_card:
+                    sent_card = card
+                    yield _sse("card", json.dumps({"card": card, "html": _card_html(card)}))
                 status = session.status()
                 if status != sent_status:
                     sent_status = status
                     yield _sse("state", json.dumps(status))
-                if session.done and index >= len(session.events):
+                if session.done and session.graded and index >= len(session.events):
                     yield _sse("end", json.dumps(status))
                     return
                 try:
@@ -215,8 +244,9 @@ def _result_context(request: Request, manager: DemoManager, session_id: str,
     run_dir: Path | None = None
     if session is not None:
         run_dir, grade, problem = session.run_dir, session.grade, session.grade_problem
-        if not session.done:
-            return {"grade": None, "grade_problem": None, "replay": None, "ended": False}
+        if not (session.done and session.graded):
+            return {"grade": None, "grade_problem": None, "replay": None, "ended": False,
+                    "grading": session.done}
     else:
         run_dir = manager.find_run_dir(session_id)
         if run_dir is None:
@@ -229,7 +259,7 @@ def _result_context(request: Request, manager: DemoManager, session_id: str,
     if run_dir is not None and (run_dir / "meta.json").is_file():
         replay = f"/runs/{run_dir.relative_to(manager.runs_dir)}/replay"
     return {"grade": grade, "grade_problem": shown(request, problem) if problem else None,
-            "replay": replay, "ended": True}
+            "replay": replay, "ended": True, "grading": False}
 
 
 @router.get("/demo/{session_id}/result")

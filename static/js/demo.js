@@ -1,7 +1,11 @@
 // Live demo: listen to both channels over WebRTC (two receive-only audio tracks, user and
-// agent) and follow the run's event log over Server-Sent Events: transcript, tool calls, the
-// artifact field by field with its lifecycle, authorization and duplex events; the grade at the
-// end. Exposes window.demo (pc, state, stats) for tests and for the curious.
+// agent) or, in mic mode, talk as the caller (the microphone goes out, the agent comes back;
+// the caller's role card and cues arrive as "card" events), and follow the run's event log over
+// Server-Sent Events: transcript, tool calls, the artifact field by field with its lifecycle
+// (one list entry per transition), authorization and duplex events. The server says the run
+// ended as soon as its media ends: the players stop there (showing the final time) and the
+// grade, when it arrives, is scrolled into view. Exposes window.demo (pc, state, stats, mode,
+// card, playersStopped, resultLoaded) for tests and for the curious.
 (function () {
   "use strict";
   const root = document.getElementById("demo");
@@ -9,7 +13,13 @@
   const id = root.dataset.id;
   const csrf = root.dataset.csrf;
   const $ = (sel) => document.getElementById(sel);
-  const demo = { id, pc: null, state: root.dataset.state, stats: {}, events: 0, ended: false, resultLoaded: false };
+  const mode = root.dataset.mode || "listen";
+  const MIC = { echoCancellation: false, noiseSuppression: false, autoGainControl: false };
+  const demo = {
+    id, mode, pc: null, stream: null, state: root.dataset.state, stats: {}, events: 0,
+    ended: false, mediaEnded: false, playersStopped: false, resultLoaded: false, card: null,
+    cardUpdates: 0, eventTypes: [],
+  };
   window.demo = demo;
 
   function esc(s) { const d = document.createElement("div"); d.textContent = String(s); return d.innerHTML; }
@@ -37,6 +47,7 @@
 
   function onEvent(e) {
     demo.events += 1;
+    demo.eventTypes.push(e.type);
     $("demo-clock").textContent = secs(e.t_media_ms);
     const at = '<small class="t">' + secs(e.t_media_ms) + "</small> ";
     switch (e.type) {
@@ -98,7 +109,9 @@
         const h = box.querySelector("h3");
         h.dataset.lifecycle = e.to_state;
         h.querySelector(".lifecycle").textContent = e.to_state;
-        box.querySelector(".trail").insertAdjacentHTML("beforeend", "<span>" + secs(e.t_media_ms) + " " + esc(e.from_state) + " → " + esc(e.to_state) + "</span> ");
+        const item = document.createElement("li");
+        item.innerHTML = '<small class="t">' + secs(e.t_media_ms) + "</small> " + esc(e.from_state) + " → " + esc(e.to_state);
+        box.querySelector(".trail").appendChild(item);
         break;
       }
       case "auth.grant":
@@ -130,6 +143,7 @@
         break;
       case "session.end":
         add("demo-transcript", at + "<b>end</b>: " + esc(e.reason) + (e.detail ? " — " + esc(e.detail) : ""), "end");
+        mediaEnded(e.t_media_ms);
         break;
       default:
         break;
@@ -142,32 +156,106 @@
     tag.textContent = s.state;
     tag.dataset.state = s.state;
     tag.className = "tag state-" + s.state;
+    let detail = $("demo-detail");
+    if (s.detail && !detail) {
+      detail = document.createElement("span");
+      detail.id = "demo-detail";
+      detail.className = "hint";
+      $("demo-status").appendChild(detail);
+    }
+    if (detail) detail.textContent = s.detail || "";
     if (s.media_ms) $("demo-clock").textContent = secs(s.media_ms);
     const done = !["waiting", "running"].includes(s.state);
-    $("demo-start").disabled = s.state !== "waiting";
+    if ($("demo-start")) $("demo-start").disabled = s.state !== "waiting";
     $("demo-stop").disabled = done;
     if (done) $("demo-listen").disabled = true;
-    if (s.state === "running" && !demo.pc) $("demo-listen").textContent = "Listen";
+    if (s.state === "running" && !demo.pc && mode === "listen") $("demo-listen").textContent = "Listen";
     if (s.state === "failed") notice("The run failed: " + s.detail);
     if (s.dropped_events) notice(s.dropped_events + " events are not shown here (the page holds a bounded number); the replay has them all.");
+    if (done) {
+      mediaEnded(s.media_ms);
+      if (!s.graded && !demo.resultLoaded) {
+        $("demo-result").innerHTML = '<p class="empty" id="demo-grading">The run has ended; grading it…</p>';
+      }
+    }
   }
 
+  // ------------------------------------------------------------------ the end of the media
+  // The players of a live stream count on for as long as the stream is attached: once the
+  // run's media has ended (and the last audio has played out), pause them, stop the tracks and
+  // leave the time they reached on show.
+  const PLAY_OUT_MS = 600;
+
+  function mediaEnded(tMs) {
+    if (demo.mediaEnded) return;
+    demo.mediaEnded = true;
+    if (typeof tMs === "number" && tMs > 0) $("demo-clock").textContent = secs(tMs);
+    const wait = demo.pc ? PLAY_OUT_MS : 0;
+    demo.stopping = new Promise((resolve) => setTimeout(resolve, wait)).then(stopPlayers);
+  }
+
+  async function stopPlayers() {
+    if (demo.playersStopped) return;
+    clearInterval(demo.statsTimer);
+    await sampleStats().catch(() => null);
+    for (const el of document.querySelectorAll(".demo-audio audio")) {
+      el.pause();
+      const stream = el.srcObject;
+      if (stream) for (const t of stream.getTracks()) t.stop();
+      el.dataset.finalTime = el.currentTime.toFixed(1);
+    }
+    if (demo.stream) { for (const t of demo.stream.getTracks()) t.stop(); demo.stream = null; }
+    if (demo.pc) { try { demo.pc.close(); } catch (e) { /* already closed */ } }
+    $("demo-rtc").textContent = "call ended at " + $("demo-clock").textContent;
+    demo.playersStopped = true;
+  }
+
+  // ------------------------------------------------------------------ the grade
   function loadResult() {
-    const p = window.htmx
-      ? htmx.ajax("GET", "/demo/" + id + "/result", { target: "#demo-result", swap: "innerHTML" })
-      : fetch("/demo/" + id + "/result", { headers: { "HX-Request": "true" } }).then((r) => r.text()).then((t) => { $("demo-result").innerHTML = t; });
-    Promise.resolve(p).then(() => { demo.resultLoaded = true; });
+    fetch("/demo/" + id + "/result", { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then((r) => r.text())
+      .then((t) => {
+        const box = $("demo-result");
+        box.innerHTML = t;
+        if (window.htmx) htmx.process(box);
+        // The grade in view: the result section at the top of the window, its heading focused.
+        box.scrollIntoView({ block: "start" });
+        const heading = $("demo-grade") || box;
+        heading.focus({ preventScroll: true });
+        demo.resultLoaded = true;
+      })
+      .catch((err) => notice("Could not load the grade: " + err));
+  }
+
+  // ------------------------------------------------------------------ the caller's card (mic mode)
+  function onCard(msg) {
+    const box = $("demo-card");
+    if (!box) return;
+    const before = {};
+    for (const dd of box.querySelectorAll("#card-facts dd[data-fact]")) before[dd.dataset.fact] = dd.dataset.version;
+    const was = demo.card && demo.card.active_cue ? demo.card.active_cue.id : null;
+    box.innerHTML = msg.html;
+    demo.card = msg.card;
+    demo.cardUpdates += 1;
+    if (demo.cardUpdates > 1) {
+      for (const dd of box.querySelectorAll("#card-facts dd[data-fact]")) {
+        if (before[dd.dataset.fact] !== dd.dataset.version) dd.classList.add("new");
+      }
+    }
+    const cue = msg.card.active_cue;
+    if (cue && cue.id !== was) $("cue-box").scrollIntoView({ block: "nearest" });
   }
 
   const es = new EventSource("/demo/" + id + "/events");
   es.addEventListener("log", (m) => onEvent(JSON.parse(m.data)));
   es.addEventListener("state", (m) => onState(JSON.parse(m.data)));
+  es.addEventListener("card", (m) => onCard(JSON.parse(m.data)));
   es.addEventListener("end", (m) => {
     es.close();
     onState(JSON.parse(m.data));
     demo.ended = true;
-    clearInterval(demo.statsTimer);
-    sampleStats().finally(loadResult);
+    mediaEnded();
+    demo.stopping.finally(loadResult);  // the players stop first, then the grade shows
   });
   es.onerror = () => {
     if (es.readyState === EventSource.CLOSED && !demo.ended) notice("The live feed is gone (the server forgot this demo or restarted); the run is under Runs.");
@@ -189,6 +277,12 @@
     const report = await pc.getStats().catch(() => null);
     if (!report) return;
     report.forEach((r) => {
+      if (r.type === "media-source" && r.kind === "audio") {  // mic mode: the microphone
+        demo.stats.mic = { audioLevel: r.audioLevel || 0, totalAudioEnergy: r.totalAudioEnergy || 0 };
+        const meter = $("level-user");
+        if (meter) meter.value = r.audioLevel || 0;
+        return;
+      }
       if (r.type !== "inbound-rtp" || r.kind !== "audio") return;
       const role = demo.roles && demo.roles[r.mid];
       if (!role) return;
@@ -204,15 +298,36 @@
     });
   }
 
+  function micProblem(err) {
+    const name = err && err.name;
+    if (name === "NotAllowedError" || name === "SecurityError") return "The browser blocked the microphone: allow it for this site, then press Start call again.";
+    if (name === "NotFoundError" || name === "OverconstrainedError") return "No microphone was found: plug one in, then press Start call again.";
+    if (!navigator.mediaDevices) return "This page cannot use the microphone here (it needs https or localhost and an up-to-date browser).";
+    return "The microphone could not be started (" + (name || err) + ").";
+  }
+
   async function listen() {
     const btn = $("demo-listen");
     btn.disabled = true;
+    if (mode === "mic" && !demo.stream) {
+      try {
+        demo.stream = await navigator.mediaDevices.getUserMedia({ audio: MIC, video: false });
+      } catch (err) {
+        notice(micProblem(err));
+        btn.disabled = false;
+        return;
+      }
+    }
     $("demo-rtc").textContent = "connecting…";
     try {
       const pc = new RTCPeerConnection({ iceServers: [] });
       demo.pc = pc;
-      pc.addTransceiver("audio", { direction: "recvonly" });
-      pc.addTransceiver("audio", { direction: "recvonly" });
+      if (mode === "mic") {
+        for (const track of demo.stream.getAudioTracks()) pc.addTrack(track, demo.stream);
+      } else {
+        pc.addTransceiver("audio", { direction: "recvonly" });
+        pc.addTransceiver("audio", { direction: "recvonly" });
+      }
       pc.ontrack = (e) => {
         const role = demo.roles && demo.roles[e.transceiver.mid];
         const el = role && $("audio-" + role);
@@ -235,13 +350,16 @@
       if (!r.ok) throw new Error(answer.error || "HTTP " + r.status);
       demo.roles = answer.tracks;
       await pc.setRemoteDescription({ type: answer.type, sdp: answer.sdp });
-      if (!demo.ended) demo.statsTimer = setInterval(sampleStats, 500);
+      if (!demo.mediaEnded) demo.statsTimer = setInterval(sampleStats, 500);
     } catch (err) {
-      $("demo-rtc").textContent = "audio not connected";
+      $("demo-rtc").textContent = mode === "mic" ? "microphone not connected" : "audio not connected";
       notice("Could not connect the audio: " + err.message);
       btn.disabled = demo.state !== "waiting" && demo.state !== "running";
     }
   }
   $("demo-listen").addEventListener("click", listen);
-  window.addEventListener("pagehide", () => { if (demo.pc) demo.pc.close(); });
+  window.addEventListener("pagehide", () => {
+    if (demo.pc) demo.pc.close();
+    if (demo.stream) for (const t of demo.stream.getTracks()) t.stop();
+  });
 })();

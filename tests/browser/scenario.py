@@ -83,8 +83,8 @@ def replay_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]
     ready_s = time.monotonic() - t0
     markers = page.locator("#lanes .ev-artifact-update")
     count = markers.count()
-    # A version in the middle of the run, clicked at its left edge (later markers, painted on
-    # top, start to its right; the lane title covers the first few pixels of the lane).
+    # A version in the middle of the run. Chips never overlap; one that has no room at this
+    # zoom is folded into the chip before it ("+N"), so zoom in (the "+" key) until it shows.
     updates = [e for e in events if e["type"] == "artifact.update"]
     index = len(updates) // 2
     while index < len(updates) - 1 and updates[index]["t_media_ms"] < 3000:
@@ -95,7 +95,13 @@ def replay_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]
                    if e["artifact_id"] == target["artifact_id"]
                    and e["t_media_ms"] <= target["t_media_ms"])
     before = page.eval_on_selector("#state-artifacts", "el => el.innerText")
-    markers.nth(index).click(position={"x": 3, "y": 5}, timeout=10_000)
+    page.evaluate("t => window.replaySeek(Math.max(0, t - 2))", t)  # its moment in view
+    chip = page.locator(f"#lanes .ev-artifact-update[data-seq='{target['seq']}']")
+    for _ in range(6):
+        if chip.count():
+            break
+        page.keyboard.type("+")
+    chip.click(position={"x": 3, "y": 5}, timeout=10_000)
     page.wait_for_function(
         "v => { const h = document.querySelector('#state-artifacts h3[data-version]');"
         " return h && h.dataset.version === String(v); }", arg=expected, timeout=10_000)
@@ -111,14 +117,75 @@ def replay_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]
     }
 
 
+# The end-state checks of issue #17 (tests/browser/test_browser.py and test_demo_browser.py
+# assert on them): the outside numbers of the page's lists fit in their padding, the lifecycle
+# history has one line per transition, the grade is in the viewport, no horizontal scroll.
+# An outside list marker is its number, the period and a space ("12. "), ending where its item
+# starts; in a scrolling list whatever sticks out past the list's padding is clipped.
+LIST_MARKERS_JS = """() => Array.from(document.querySelectorAll('ol.demo-log')).flatMap(ol => {
+  const items = Array.from(ol.children);
+  if (!items.length) return [];
+  const cs = getComputedStyle(items[0]);
+  const ctx = document.createElement('canvas').getContext('2d');
+  ctx.font = cs.fontStyle + ' ' + cs.fontWeight + ' ' + cs.fontSize + ' ' + cs.fontFamily;
+  const room = items[0].getBoundingClientRect().left - ol.getBoundingClientRect().left
+    - ol.clientLeft;
+  return [{list: ol.id, items: items.length, room: room,
+           need: ctx.measureText(items.length + '. ').width}];
+})"""
+TRAILS_JS = """() => Array.from(document.querySelectorAll('.demo-artifact')).map(box => {
+  const trail = box.querySelector('.trail');
+  const entries = trail ? Array.from(trail.children) : [];
+  return {artifact: box.dataset.artifact, entries: entries.length,
+          lines: new Set(entries.map(e => Math.round(e.getBoundingClientRect().top))).size,
+          texts: entries.map(e => e.textContent.trim())};
+})"""
+IN_VIEW_JS = """sel => { const el = document.querySelector(sel); if (!el) return null;
+  const r = el.getBoundingClientRect();
+  return {top: r.top, bottom: r.bottom, height: innerHeight,
+          inside: r.top >= 0 && r.bottom <= innerHeight && r.height > 0}; }"""
+HSCROLL_JS = ("() => ({scroll: document.documentElement.scrollWidth,"
+              " client: document.documentElement.clientWidth})")
+PLAYERS_JS = """() => Array.from(document.querySelectorAll('.demo-audio audio')).map(a =>
+  ({id: a.id, t: a.currentTime, paused: a.paused}))"""
+WATCH_END_JS = """() => { window.demoEnd = {};
+  const stamp = (k) => {
+    if (window.demoEnd[k] === undefined) window.demoEnd[k] = performance.now(); };
+  new MutationObserver(() => {
+    if (document.querySelector('#demo-transcript li.end')) stamp('media'); })
+    .observe(document.getElementById('demo-transcript'), {childList: true});
+  new MutationObserver(() => { const s = document.getElementById('demo-state').dataset.state;
+    if (s !== 'waiting' && s !== 'running') stamp('status'); })
+    .observe(document.getElementById('demo-state'), {attributes: true}); }"""
+
+
+def end_state(page: Any, grade_selector: str = "#demo-grade") -> dict[str, Any]:
+    """What the page shows once the grade has arrived: players (read twice, 1.5 s apart),
+    list markers, lifecycle history, the grade's place in the viewport, page width."""
+    first = page.evaluate(PLAYERS_JS)
+    time.sleep(1.5)
+    second = page.evaluate(PLAYERS_JS)
+    return {
+        "players": [{"id": a["id"], "t0": a["t"], "t1": b["t"], "paused": b["paused"]}
+                    for a, b in zip(first, second, strict=True)],
+        "markers": page.evaluate(LIST_MARKERS_JS), "trails": page.evaluate(TRAILS_JS),
+        "grade_in_view": page.evaluate(IN_VIEW_JS, grade_selector),
+        "gates_in_view": page.evaluate(IN_VIEW_JS, "#demo-result .gates"),
+        "hscroll": page.evaluate(HSCROLL_JS),
+        "end_marks": page.evaluate("window.demoEnd || {}"),
+    }
+
+
 def demo_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]:
     """Pick a task and an agent, start and listen; wait for the grade; read the WebRTC stats,
-    the artifact panel and the gates."""
+    the artifact panel and the gates, and the end state (at 1,366 × 768)."""
+    page.set_viewport_size({"width": 1366, "height": 768})
     page.goto(f"{base}/demo?task={cfg['task']}")
     page.select_option("select[name=agent]", cfg["agent"])
     page.click("form.demo-pick button[type=submit]")
     page.wait_for_url(re.compile(r".*/demo/[A-Za-z0-9_-]+$"))
     demo_url = page.url
+    page.evaluate(WATCH_END_JS)
     page.click("#demo-listen")
     page.wait_for_function("() => window.demo && window.demo.state === 'running'", timeout=20_000)
     started = time.monotonic()
@@ -138,9 +205,11 @@ def demo_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]:
         "#demo-result [data-gate]",
         "bs => Object.fromEntries(bs.map(b => [b.dataset.gate, b.textContent.trim()]))")
     afa = page.get_attribute("#demo-result [data-afa]", "data-afa")
+    end = end_state(page)
+    page.screenshot(path=str(Path(cfg["screenshots"]) / "demo_end_viewport.png"))
     shot = Path(cfg["screenshots"]) / "demo.png"
     page.screenshot(path=str(shot), full_page=True)
-    return {
+    return {**end,
         "url": demo_url, "wall_s": round(wall, 1), "state": page.evaluate("window.demo.state"),
         "stats": stats, "artifacts": artifacts, "fields": fields, "gates": gates, "afa": afa,
         "transcript_lines": page.locator("#demo-transcript li").count(),
