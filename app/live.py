@@ -454,11 +454,9 @@ class LiveCall:
         if self.state != "waiting":
             return False
         self.state = "running"
-        if self.store is not None:
-            try:
-                self.store.started(self.key, self.plan.run_rel)
-            except Exception:  # the run is what matters; the row is fixed at its end
-                log.exception("live call %s: could not record the start", self.key)
+        # The row is written on the call's own thread (``_thread_main``): a database commit
+        # (an fsync on SQLite, a round trip on PostgreSQL) on the server's event loop would
+        # stall every other call's audio (issue 18).
         self._thread = threading.Thread(target=self._thread_main, name=f"live-{self.key}",
                                         daemon=True)
         self._thread.start()
@@ -499,6 +497,11 @@ class LiveCall:
 
     def _thread_main(self) -> None:
         state: CallState
+        if self.store is not None:
+            try:
+                self.store.started(self.key, self.plan.run_rel)
+            except Exception:  # the run is what matters; the row is fixed at its end
+                log.exception("live call %s: could not record the start", self.key)
         try:
             result = asyncio.run(self._run())
             state, detail = self._outcome(result)
