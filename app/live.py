@@ -30,6 +30,9 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
+import secrets
+import socket
 import threading
 import time
 from collections import deque
@@ -293,6 +296,41 @@ def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
+PROCESS = f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(4)}"
+"""This app process, as the holder of the live sessions it runs (``LiveSession.holder``):
+host name, process id, and a nonce that tells it from an earlier process with the same id."""
+
+
+def holder_is_gone(holder: str | None, me: str = PROCESS) -> bool:
+    """Whether the process that ran a session (``LiveSession.holder``) is no longer running,
+    as far as this process can tell: no holder recorded (a row from before holders, or a
+    single-process server) counts as gone; so does a holder on this host whose process id
+    is not alive, or is this process's own id with another nonce (an earlier process whose
+    id was reused). A holder on another host is taken to be alive: that host's app process
+    recovers its own sessions when it starts again (docs/scale.md)."""
+    if not holder:
+        return True
+    host, _, rest = holder.partition("/")
+    pid_text, _, nonce = rest.partition("/")
+    my_host, _, my_rest = me.partition("/")
+    my_pid, _, my_nonce = my_rest.partition("/")
+    if host != my_host or not pid_text.isdigit():
+        return host == my_host  # an unreadable holder of this host: not a live process
+    if pid_text == my_pid:
+        return nonce != my_nonce
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, under another user
+    try:  # a killed process its parent has not reaped yet (a zombie) is gone too
+        stat = Path(f"/proc/{pid_text}/stat").read_text()
+        return stat.rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
 class DbCallStore:
     """:class:`CallStore` over the app's database."""
 
@@ -305,6 +343,7 @@ class DbCallStore:
             if row is None:
                 return
             row.state, row.run_dir, row.detail = "running", run_rel, ""
+            row.holder = PROCESS
             row.started_at = row.started_at or now_utc()
             db.add(row)
             db.commit()
@@ -907,16 +946,22 @@ class BankRobot:
 # --------------------------------------------------------------------------- crash recovery
 
 
-def recover_interrupted(engine: Engine, runs_dir: Path) -> list[int]:
-    """At server start: every session still ``running`` was cut off by a stop of the server.
-    Mark it ``incomplete`` (with a detail saying so) and repair its run directory so it reads
-    and grades. Then every other half-written run under ``runs_dir`` (live demos, campaigns)
-    is repaired the same way (:func:`runtime.recovery.recover_runs`; runs still being written
-    by a live process are left alone). Returns the session ids recovered."""
+def recover_interrupted(engine: Engine, runs_dir: Path, *, me: str = PROCESS) -> list[int]:
+    """At server start: every session still ``running`` whose holder is gone
+    (:func:`holder_is_gone`) was cut off by a stop of its server. Mark it ``incomplete`` (with
+    a detail saying so) and repair its run directory so it reads and grades; the live calls of
+    other app processes serving the same study are left alone. Then every other half-written
+    run under ``runs_dir`` (live demos, campaigns) is repaired the same way
+    (:func:`runtime.recovery.recover_runs`; runs still being written by a live process are
+    left alone). Returns the session ids recovered."""
     recovered: list[int] = []
     with Session(engine) as db:
         rows = db.exec(select(LiveSession).where(col(LiveSession.state) == "running")).all()
         for row in rows:
+            if not holder_is_gone(row.holder, me):
+                log.info("Study B session %s is running in another app process (%s): left "
+                         "alone", row.id, row.holder)
+                continue
             state, detail = "incomplete", RECOVERED
             run_dir = (runs_dir / row.run_dir).resolve() if row.run_dir else None
             if run_dir is not None and runs_dir.resolve() not in run_dir.parents:

@@ -84,6 +84,9 @@ class LiveSession(SQLModel, table=True):
     """``pending``, ``running``, ``complete``, ``incomplete`` or ``failed``."""
     run_dir: str | None = None
     """Relative to the runs directory."""
+    holder: str | None = Field(default=None, max_length=160)
+    """The app process running the call, ``host/pid/nonce`` (app/live.py ``PROCESS``); set when
+    the call starts. Start-up recovery leaves a running session alone while its holder lives."""
     detail: str = ""
     started_at: datetime | None = None
     ended_at: datetime | None = None
