@@ -307,8 +307,13 @@ def connect(address: str | None) -> bool:
     if address:
         check_reachable(address)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    private: dict[str, object] = {}
+    if not address and not os.environ.get("RAY_ADDRESS"):
+        # A private cluster on this machine listens on loopback only, without a dashboard.
+        private = {"_node_ip_address": "127.0.0.1", "include_dashboard": False}
     try:
-        ray.init(address=address or None, log_to_driver=False, logging_level=logging.WARNING)
+        ray.init(address=address or None, log_to_driver=False, logging_level=logging.WARNING,
+                 **private)  # type: ignore[arg-type]
     except (ConnectionError, RuntimeError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ExecutorConfigError(
