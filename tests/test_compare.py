@@ -4,23 +4,18 @@ position differ, both stereo traces seekable from the rows, and the field diff a
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session
 
-from app.auth import create_user
 from app.compare import Step, align
-from app.settings import Settings
-from app.web import create_app
 from grading.gates import grade_run_dir
 from runtime.spec import find_task
 from tests.conftest import run_script
-from tests.webclient import PASSWORD, log_in
+from tests.webclient import researcher_client
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -38,13 +33,7 @@ def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def client(tmp_path: Path, runs_source: Path) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", secret_key="test-secret")
-    shutil.copytree(runs_source, settings.runs_dir)
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
-    with TestClient(app) as c:
-        log_in(c)
+    with researcher_client(tmp_path / "data", runs_source) as c:
         yield c
 
 

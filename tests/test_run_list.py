@@ -13,15 +13,11 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session
 
 import app.runindex as runindex
 import grading.gates as gates
-from app.auth import create_user
-from app.settings import Settings
-from app.web import create_app
 from tests.conftest import run_script
-from tests.webclient import PASSWORD, log_in
+from tests.webclient import researcher_client
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -61,13 +57,7 @@ def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def client(tmp_path: Path, runs_source: Path) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", secret_key="test-secret")
-    shutil.copytree(runs_source, settings.runs_dir)
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
-    with TestClient(app) as c:
-        log_in(c, next_url="/runs")
+    with researcher_client(tmp_path / "data", runs_source, next_url="/runs") as c:
         yield c
 
 

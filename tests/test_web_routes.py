@@ -3,19 +3,14 @@ pages, 404 pages, and replay of damaged run directories."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session
 
-from app.auth import create_user
-from app.settings import Settings
-from app.web import create_app
 from tests.conftest import run_script
-from tests.webclient import PASSWORD, log_in, page_csrf
+from tests.webclient import PASSWORD, log_in, page_csrf, researcher_client
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -32,12 +27,7 @@ def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def client(tmp_path: Path, runs_source: Path) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", secret_key="test-secret")
-    shutil.copytree(runs_source, settings.runs_dir)
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
-    with TestClient(app) as c:
+    with researcher_client(tmp_path / "data", runs_source, next_url=None) as c:
         yield c
 
 

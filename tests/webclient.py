@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 
@@ -26,3 +30,26 @@ def log_in(client: TestClient, *, username: str = "ada", next_url: str = "/tasks
                     follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == next_url, r.text[:500]
     return page_csrf(client, "/tasks")
+
+
+@contextlib.contextmanager
+def researcher_client(data_dir: Path, runs: Path | None = None, *,
+                      next_url: str | None = "/tasks") -> Iterator[TestClient]:
+    """A TestClient of a fresh app on ``data_dir`` with researcher "ada" (:data:`PASSWORD`),
+    ``runs`` copied into its runs directory, logged in unless ``next_url`` is None."""
+    from sqlmodel import Session
+
+    from app.auth import create_user
+    from app.settings import Settings
+    from app.web import create_app
+
+    settings = Settings(data_dir=data_dir, secret_key="test-secret")
+    if runs is not None:
+        shutil.copytree(runs, settings.runs_dir)
+    app = create_app(settings)
+    with Session(app.state.engine) as session:
+        create_user(session, "ada", PASSWORD)
+    with TestClient(app) as client:
+        if next_url is not None:
+            log_in(client, next_url=next_url)
+        yield client

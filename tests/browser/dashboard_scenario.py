@@ -11,14 +11,15 @@ asserted here.
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tests.browser.scenario import CHROMIUM, CHROMIUM_FLAGS, guarded, login, start_server
+from tests.browser.scenario import (
+    guarded,
+    run_browser,
+)
 
 WIDTH, HEIGHT = 1366, 768
 
@@ -177,41 +178,13 @@ def campaigns_scenario(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, A
 
 
 def main() -> None:
-    cfg: dict[str, Any] = json.loads(Path(sys.argv[1]).read_text())
-    Path(cfg["screenshots"]).mkdir(parents=True, exist_ok=True)
-    from playwright.sync_api import sync_playwright
+    def steps(page: Any, base: str, cfg: dict[str, Any], result: dict[str, Any]) -> None:
+        for name in cfg["dashboards"]:
+            result[f"dashboard:{name}"] = guarded(
+                name, partial(dashboard_scenario, page, base, cfg, name))
+        result["campaigns"] = guarded("campaigns", lambda: campaigns_scenario(page, base, cfg))
 
-    result: dict[str, Any] = {}
-    base, server, thread = start_server(Path(cfg["data_dir"]))
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=CHROMIUM_FLAGS)
-            page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
-            page.add_init_script(CSP_PROBE)
-            console: list[str] = []
-            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"[:300]))
-            page.on("pageerror", lambda e: console.append(f"pageerror: {e}"[:300]))
-            failed: list[str] = []
-
-            def on_response(response: Any) -> None:
-                if response.status >= 400:
-                    failed.append(f"{response.status} {response.url}")
-
-            page.on("response", on_response)
-            login(page, base, cfg["username"], cfg["password"])
-            for name in cfg["dashboards"]:
-                result[f"dashboard:{name}"] = guarded(
-                    name, partial(dashboard_scenario, page, base, cfg, name))
-            result["campaigns"] = guarded("campaigns",
-                                          lambda: campaigns_scenario(page, base, cfg))
-            result["console"] = console[-40:]
-            result["failed_requests"] = failed
-            browser.close()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-    print("RESULT " + json.dumps(result), flush=True)
+    run_browser(steps, viewport=(WIDTH, HEIGHT), init_script=CSP_PROBE)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,13 @@ figures the test asserts on; nothing is asserted here.
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.browser.scenario import CHROMIUM, CHROMIUM_FLAGS, guarded, login, start_server
+from tests.browser.scenario import (
+    guarded,
+    run_browser,
+)
 
 WIDTH, HEIGHT = 1366, 768
 SIZES = "() => ({scroll: document.documentElement.scrollWidth, inner: window.innerWidth})"
@@ -204,29 +205,11 @@ def live_replay(page: Any, base: str, cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    cfg: dict[str, Any] = json.loads(Path(sys.argv[1]).read_text())
-    Path(cfg["screenshots"]).mkdir(parents=True, exist_ok=True)
-    from playwright.sync_api import sync_playwright
+    def steps(page: Any, base: str, cfg: dict[str, Any], result: dict[str, Any]) -> None:
+        result["long"] = guarded("long", lambda: long_replay(page, base, cfg))
+        result["live"] = guarded("live", lambda: live_replay(page, base, cfg))
 
-    result: dict[str, Any] = {}
-    base, server, thread = start_server(Path(cfg["data_dir"]))
-    try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                         args=CHROMIUM_FLAGS)
-            page = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT}).new_page()
-            console: list[str] = []
-            page.on("console", lambda m: console.append(f"{m.type}: {m.text}"[:300]))
-            page.on("pageerror", lambda e: console.append(f"pageerror: {e}"[:300]))
-            login(page, base, cfg["username"], cfg["password"])
-            result["long"] = guarded("long", lambda: long_replay(page, base, cfg))
-            result["live"] = guarded("live", lambda: live_replay(page, base, cfg))
-            result["console"] = console[-40:]
-            browser.close()
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
-    print("RESULT " + json.dumps(result), flush=True)
+    run_browser(steps, viewport=(WIDTH, HEIGHT))
 
 
 if __name__ == "__main__":

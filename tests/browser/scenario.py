@@ -227,10 +227,17 @@ def guarded(name: str, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
                 "traceback": traceback.format_exc()[-3000:]}
 
 
-def main() -> None:
+Steps = Callable[[Any, str, dict[str, Any], dict[str, Any]], None]
+
+
+def run_browser(steps: Steps, *, viewport: tuple[int, int] = (1366, 768),
+                init_script: str | None = None) -> None:
+    """The ``main`` of a browser scenario: read CONFIG.json (``sys.argv[1]``), serve its data
+    directory, log the researcher in on one Chromium page of ``viewport``, run
+    ``steps(page, base, cfg, result)`` (which fills ``result``), then print ``RESULT {json}``
+    with the page's console and the requests that failed."""
     cfg: dict[str, Any] = json.loads(Path(sys.argv[1]).read_text())
     Path(cfg["screenshots"]).mkdir(parents=True, exist_ok=True)
-    loopback_only_ice()
     from playwright.sync_api import sync_playwright
 
     result: dict[str, Any] = {}
@@ -239,19 +246,35 @@ def main() -> None:
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
                                          args=CHROMIUM_FLAGS)
-            page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            width, height = viewport
+            page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+            if init_script is not None:
+                page.add_init_script(init_script)
             console: list[str] = []
+            failed: list[str] = []
             page.on("console", lambda m: console.append(f"{m.type}: {m.text}"[:300]))
             page.on("pageerror", lambda e: console.append(f"pageerror: {e}"[:300]))
+            page.on("response", lambda r: failed.append(f"{r.status} {r.url}")
+                    if r.status >= 400 else None)
             login(page, base, cfg["username"], cfg["password"])
-            result["replay"] = guarded("replay", lambda: replay_scenario(page, base, cfg))
-            result["demo"] = guarded("demo", lambda: demo_scenario(page, base, cfg))
+            steps(page, base, cfg, result)
             result["console"] = console[-40:]
+            result["failed_requests"] = failed
             browser.close()
     finally:
         server.should_exit = True
         thread.join(timeout=15)  # the app's shutdown stops any demo still running
     print("RESULT " + json.dumps(result), flush=True)
+
+
+def main() -> None:
+    loopback_only_ice()
+
+    def steps(page: Any, base: str, cfg: dict[str, Any], result: dict[str, Any]) -> None:
+        result["replay"] = guarded("replay", lambda: replay_scenario(page, base, cfg))
+        result["demo"] = guarded("demo", lambda: demo_scenario(page, base, cfg))
+
+    run_browser(steps, viewport=(1400, 1000))
 
 
 if __name__ == "__main__":

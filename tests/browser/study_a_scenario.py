@@ -177,7 +177,7 @@ def main() -> None:
             result["annotator"] = guarded("annotator",
                                           lambda: annotator_scenario(page, base, cfg))
             result["wall_s"] = round(time.monotonic() - t0, 2)
-            wide = browser.new_context(viewport={"width": 1366, "height": 900}).new_page()
+            wide = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
             result["researcher"] = guarded("researcher",
                                            lambda: researcher_scenario(wide, base, cfg))
             result["console"] = console[-40:]
