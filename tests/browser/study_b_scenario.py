@@ -35,7 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.browser.scenario import CHROMIUM, CHROMIUM_FLAGS
+from tests.browser.scenario import CHROMIUM, CHROMIUM_FLAGS, login
 
 HERE = Path(__file__).resolve().parent
 # notes/webrtc-testing.md: the flags that worked, with a WAV as the microphone.
@@ -259,6 +259,29 @@ def kill_server_mid_call(pw: Any, cfg: dict[str, Any], server: Server,
         browser.close()
 
 
+def researcher_pages(pw: Any, cfg: dict[str, Any], base: str) -> dict[str, Any]:
+    """The researcher's Study B pages at 1,366 × 768: page width against the viewport, and a
+    screenshot of each."""
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+    try:
+        page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+        login(page, base, cfg["username"], cfg["password"])
+        out: dict[str, Any] = {}
+        for name, path in (("study", f"/studies/b/{cfg['study_id']}"),
+                           ("results", f"/studies/b/{cfg['study_id']}/results")):
+            response = page.goto(base + path)
+            if response is None or response.status != 200:
+                raise RuntimeError(f"{path}: {response.status if response else 'no answer'}")
+            out[name] = page.evaluate(
+                "() => ({scroll: document.documentElement.scrollWidth,"
+                " inner: window.innerWidth})")
+            page.screenshot(path=str(Path(cfg["screenshots"]) / f"study_b_{name}_1366.png"),
+                            full_page=True)
+        return out
+    finally:
+        browser.close()
+
+
 def guarded(result: dict[str, Any], name: str, fn: Any) -> bool:
     try:
         result[name] = fn()
@@ -288,6 +311,7 @@ def main() -> None:
                 url = result["rejoin"]["session2_url"]
                 guarded(result, "restart",
                         lambda: kill_server_mid_call(pw, cfg, server, console, url))
+            guarded(result, "researcher_pages", lambda: researcher_pages(pw, cfg, server.base))
         result["console"] = console[-40:]
     finally:
         server.stop()

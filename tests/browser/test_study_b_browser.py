@@ -27,6 +27,7 @@ import pytest
 import soundfile as sf
 from sqlmodel import Session, select
 
+from app.auth import create_user
 from app.live import RECOVERED
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.settings import Settings
@@ -37,8 +38,11 @@ from runtime.bank import BankPlayer
 from runtime.events import read_events
 from runtime.simulator import select_realization
 from runtime.spec import TaskSpec, find_task
+from study_protocols.study_b import make_plan
 from tests.browser.test_browser import run_scenario, skip_reason
 from tests.conftest import run_script
+
+PASSWORD = "browser-test-pass-9"
 
 pytestmark = pytest.mark.sqlite_only(
     reason="the app server runs inside a loopback-only network namespace (unshare -n) that "
@@ -89,7 +93,13 @@ def _setup(data: Path) -> tuple[Settings, list[int]]:
     settings = Settings(data_dir=data, secret_key="browser-test-secret")
     app = create_app(settings)
     with Session(app.state.engine) as db:
+        create_user(db, "ada", PASSWORD)
+        # A plan as the app makes one (the study page shows it); the session rows below are
+        # the ones this test plays.
+        plan = make_plan(["apexv1_051", "apexv1_070"], ["scripted:oracle"], seed=0,
+                         n_anchor=0, anchor_task_ids=None, sessions_per_participant=2)
         study = StudyB(name="e2e audit", created_by="ada", status="launched", seed=0,
+                       plan=plan.to_json(),
                        task_ids=["apexv1_051", "apexv1_070"], systems=["scripted:oracle"],
                        consent_text="Consent for the end-to-end test.", completion_code="E2E",
                        on_disconnect="rejoin")
@@ -129,7 +139,8 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "data_dir": str(settings.data_dir), "token": TOKEN, "screenshots": str(SCREENSHOTS),
         "speech_wav": str(root / "speech.wav"), "tone_wav": str(root / "tone.wav"),
         "silence_wav": str(root / "silence.wav"), "server_log": str(root / "server.log"),
-        "cue_timeout_s": 90,
+        "cue_timeout_s": 90, "username": "ada", "password": PASSWORD,
+        "study_id": study_id(settings),
     }))
     result = run_scenario("study_b_scenario.py", config, TIMEOUT_S,
                           extra_log=root / "server.log")
@@ -145,6 +156,14 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     app.state.engine.dispose()
     return {"result": result, "settings": settings, "person": person, "rows": rows,
             "timing": timing, "server_log": server_log}
+
+
+def study_id(settings: Settings) -> int:
+    app = create_app(settings)
+    with Session(app.state.engine) as db:
+        found = db.exec(select(StudyB)).one().id or 0
+    app.state.engine.dispose()
+    return found
 
 
 def _ok(e2e: dict[str, Any], name: str) -> dict[str, Any]:
@@ -272,3 +291,12 @@ def test_a_server_killed_mid_session_leaves_a_readable_incomplete_run(
     task = find_task("apexv1_070")
     grade = grade_run_dir(run_dir, {task.id: task})
     assert grade.infrastructure_failure and grade.end_reason == "infrastructure_error"
+
+
+def test_researcher_study_pages_fit_1366_without_horizontal_scroll(e2e: dict[str, Any]) -> None:
+    """Issue #17: the Study B researcher pages (the study with its plan and links, the results
+    after the sessions above) at 1,366 × 768 have no page-wide horizontal scroll."""
+    pages = _ok(e2e, "researcher_pages")
+    assert set(pages) == {"study", "results"}
+    for name, size in pages.items():
+        assert size["scroll"] <= size["inner"], (name, size)
