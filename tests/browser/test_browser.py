@@ -106,7 +106,9 @@ def browser_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return result
 
 
-def _ok(result: dict[str, Any], name: str) -> dict[str, Any]:
+def part_ok(result: dict[str, Any], name: str) -> dict[str, Any]:
+    """One step's part of a scenario's RESULT; the test fails with its error, traceback and the
+    page's console when the step failed."""
     part: dict[str, Any] = result[name]
     assert "error" not in part, (part.get("error"), part.get("traceback"),
                                  result.get("console"))
@@ -114,7 +116,7 @@ def _ok(result: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def test_demo_in_a_real_browser(browser_result: dict[str, Any]) -> None:
-    demo = _ok(browser_result, "demo")
+    demo = part_ok(browser_result, "demo")
     assert demo["state"] == "finished"
     for role in ("user", "agent"):
         stats = demo["stats"].get(role)
@@ -153,7 +155,7 @@ def check_end_state(demo: dict[str, Any]) -> None:
 
 
 def test_demo_end_state_in_a_real_browser(browser_result: dict[str, Any]) -> None:
-    demo = _ok(browser_result, "demo")
+    demo = part_ok(browser_result, "demo")
     check_end_state(demo)
     assert any(m["items"] >= 10 for m in demo["markers"]), demo["markers"]
     # apexv1_070's oracle drafts, confirms and commits: each transition on a line of its own.
@@ -163,7 +165,7 @@ def test_demo_end_state_in_a_real_browser(browser_result: dict[str, Any]) -> Non
 
 
 def test_replay_seek_in_a_real_browser(browser_result: dict[str, Any]) -> None:
-    replay = _ok(browser_result, "replay")
+    replay = part_ok(browser_result, "replay")
     assert replay["markers"] > 3
     assert replay["shown_version"] == replay["expected_version"]
     assert replay["clock"] == f"{replay['clicked_t']:.1f} s"

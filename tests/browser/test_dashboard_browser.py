@@ -30,7 +30,7 @@ from app.auth import create_user
 from app.settings import Settings
 from app.web import create_app
 from tests.browser.dashboard_data import build_campaigns
-from tests.browser.test_browser import PASSWORD, SCREENSHOTS, run_scenario, skip_reason
+from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, skip_reason
 
 # The pages read run directories; the database holds only the login (tests/pg.py).
 pytestmark = pytest.mark.sqlite_only(reason="the dashboard reads run directories, not the "
@@ -63,25 +63,19 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return out
 
 
-def _ok(result: dict[str, Any], name: str) -> dict[str, Any]:
-    part: dict[str, Any] = result[name]
-    assert "error" not in part, (part.get("error"), part.get("traceback"), result.get("console"))
-    return part
-
-
 @pytest.fixture(params=DASHBOARDS)
 def board(request: pytest.FixtureRequest, result: dict[str, Any]) -> dict[str, Any]:
-    return _ok(result, f"dashboard:{request.param}")
+    return part_ok(result, f"dashboard:{request.param}")
 
 
 @pytest.fixture
 def wide(result: dict[str, Any]) -> dict[str, Any]:
-    return _ok(result, "dashboard:wide")
+    return part_ok(result, "dashboard:wide")
 
 
 @pytest.fixture
 def campaigns(result: dict[str, Any]) -> dict[str, Any]:
-    return _ok(result, "campaigns")
+    return part_ok(result, "campaigns")
 
 
 def _chart(page: dict[str, Any], kind: str, key: str | None = None) -> dict[str, Any]:
@@ -104,7 +98,7 @@ def _ci(lo: float, hi: float) -> str:
 
 @pytest.mark.parametrize("page", ["dashboard:wide", "dashboard:tiny", "campaigns"])
 def test_no_horizontal_scroll_at_1366(result: dict[str, Any], page: str) -> None:
-    part = _ok(result, page)
+    part = part_ok(result, page)
     assert part["viewport_width"] == 1366
     assert part["page_width"] <= part["viewport_width"], part["page_width"]
     assert part["body_width"] <= part["viewport_width"]
@@ -210,7 +204,7 @@ def test_floor_control_distributions(wide: dict[str, Any]) -> None:
 
 
 def test_undefined_reasons_are_whole(result: dict[str, Any]) -> None:
-    tiny = _ok(result, "dashboard:tiny")
+    tiny = part_ok(result, "dashboard:tiny")
     report = tiny["report"]["report"]
     undefined = [k for k in ("pass_at_1", "pass_at_3", "reliable_at_3", "afa",
                              "correction_uptake") if report[k]["value"] is None]

@@ -36,7 +36,7 @@ from runtime.events import (
     UserSpeechStart,
     UserTranscript,
 )
-from tests.browser.test_browser import PASSWORD, SCREENSHOTS, run_scenario, skip_reason
+from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, skip_reason
 
 LONG, LIVE = "long/apexv1_070/r0", "live/apexv1_070/r0"
 
@@ -90,15 +90,8 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return out
 
 
-def _ok(result: dict[str, Any], name: str) -> dict[str, Any]:
-    part: dict[str, Any] = result[name]
-    assert "error" not in part, (part.get("error"), part.get("traceback"),
-                                 result.get("console"))
-    return part
-
-
 def test_ten_minute_trace_fits_1366_without_horizontal_scroll(result: dict[str, Any]) -> None:
-    long = _ok(result, "long")
+    long = part_ok(result, "long")
     assert long["sizes"]["scroll"] <= long["sizes"]["inner"] == 1366, long["sizes"]
     assert long["zoomed"]["sizes"]["scroll"] <= 1366, long["zoomed"]["sizes"]
     assert (SCREENSHOTS / "replay_10min_1366.png").is_file()
@@ -107,7 +100,7 @@ def test_ten_minute_trace_fits_1366_without_horizontal_scroll(result: dict[str, 
 
 def test_chips_never_overlap(result: dict[str, Any]) -> None:
     """Defect: chips overlap and are clipped (``late_badge_1`` shown for ``update_badge_1``)."""
-    long = _ok(result, "long")
+    long = part_ok(result, "long")
     for level in ("fit", "zoomed"):
         geo = long[level]
         assert geo["chips"] > 50, geo
@@ -116,7 +109,7 @@ def test_chips_never_overlap(result: dict[str, Any]) -> None:
 
 def test_a_click_on_a_visible_chip_lands_on_that_chip(result: dict[str, Any]) -> None:
     """Defect: clicking a visible chip can jump to the chip covering it."""
-    long = _ok(result, "long")
+    long = part_ok(result, "long")
     for level in ("fit", "zoomed"):
         assert long[level]["visible"] > 20 and long[level]["not_hit"] == [], long[level]
     clicked = long["clicked"]
@@ -126,13 +119,13 @@ def test_a_click_on_a_visible_chip_lands_on_that_chip(result: dict[str, Any]) ->
 
 def test_lane_titles_are_never_covered(result: dict[str, Any]) -> None:
     """Defect: lane labels are overwritten by the chips."""
-    long = _ok(result, "long")
+    long = part_ok(result, "long")
     assert long["fit"]["titles_covered"] == [] and long["zoomed"]["titles_covered"] == []
 
 
 def test_time_axis_labels_the_run(result: dict[str, Any]) -> None:
     """Defect: no time axis."""
-    ticks = _ok(result, "long")["ticks"]
+    ticks = part_ok(result, "long")["ticks"]
     assert 5 <= len(ticks) <= 30, ticks
     assert ticks[0] == "0:00" and "5:00" in ticks, ticks  # m:ss for a 10-minute run
 
@@ -140,7 +133,7 @@ def test_time_axis_labels_the_run(result: dict[str, Any]) -> None:
 def test_keys_zoom_and_zoom_relays_the_lanes(result: dict[str, Any]) -> None:
     """Defect: no zoom (+ and − change it; the lanes are laid out again, still without
     overlap, and the axis has more ticks)."""
-    long = _ok(result, "long")
+    long = part_ok(result, "long")
     fit, once, thrice, back = long["zooms"]
     assert abs(fit * TRACE_S - long["fit"]["view"]["trackW"]) < 2  # the whole run fits
     assert once == pytest.approx(2 * fit, rel=0.02)
@@ -153,18 +146,18 @@ def test_keys_zoom_and_zoom_relays_the_lanes(result: dict[str, Any]) -> None:
 
 def test_arrows_move_the_playhead(result: dict[str, Any]) -> None:
     """Defect: Space / arrows do nothing (→ +5 s, ← −5 s; not while typing in a field)."""
-    arrows = _ok(result, "long")["arrows"]
+    arrows = part_ok(result, "long")["arrows"]
     assert arrows["before"] == pytest.approx(100, abs=0.05)
     assert arrows["right"] == pytest.approx(105, abs=0.05)
     assert arrows["left"] == pytest.approx(95, abs=0.05)
     assert arrows["clock"] == "95.0 s"
-    in_field = _ok(result, "long")["in_field"]
+    in_field = part_ok(result, "long")["in_field"]
     assert in_field["after"] == in_field["before"]
 
 
 def test_space_toggles_play_and_the_button_follows(result: dict[str, Any]) -> None:
     """Defects: Space does nothing; Play never turns into Pause."""
-    space = _ok(result, "long")["space"]
+    space = part_ok(result, "long")["space"]
     assert space["playing"]["play"] == "Pause" and space["playing"]["pressed"] == "true"
     assert space["paused"]["play"] == "Play" and space["paused"]["pressed"] == "false"
     assert space["paused"]["view"]["now"] > space["playing"]["view"]["now"]  # it did play
@@ -172,7 +165,7 @@ def test_space_toggles_play_and_the_button_follows(result: dict[str, Any]) -> No
 
 def test_a_hash_change_in_the_same_tab_seeks(result: dict[str, Any]) -> None:
     """Defect: a ``#t=`` change in the same tab is ignored."""
-    h = _ok(result, "long")["hash"]
+    h = part_ok(result, "long")["hash"]
     assert h["clock"] == "321.5 s" and h["audio"] == pytest.approx(321.5, abs=0.05)
     assert h["hash"] == "#t=321.5"
 
@@ -180,7 +173,7 @@ def test_a_hash_change_in_the_same_tab_seeks(result: dict[str, Any]) -> None:
 def test_a_gate_failure_is_readable_and_its_link_seeks_and_marks(
         result: dict[str, Any]) -> None:
     """Defect: gate failures are raw predicate JSON, not linked to the moment."""
-    long = _ok(result, "long")
+    long = part_ok(result, "long")
     assert long["gate_texts"] and not any('{"' in t or '"kind"' in t
                                           for t in long["gate_texts"]), long["gate_texts"]
     assert long["gate_links"] >= 1
@@ -196,7 +189,7 @@ def test_a_gate_failure_is_readable_and_its_link_seeks_and_marks(
 
 def test_live_run_chips_all_have_labels(result: dict[str, Any]) -> None:
     """Defect: live runs show empty chips (speech without text, an empty transcript)."""
-    live = _ok(result, "live")
+    live = part_ok(result, "live")
     texts = [c["text"] for c in live["chips"]]
     assert len(texts) >= 7, live["chips"]
     assert all(t.strip() and t.strip() != "“”" for t in texts), texts

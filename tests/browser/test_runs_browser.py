@@ -19,7 +19,7 @@ from app.auth import create_user
 from app.settings import Settings
 from app.web import create_app
 from runtime.campaign import run_campaign
-from tests.browser.test_browser import PASSWORD, SCREENSHOTS, run_scenario, skip_reason
+from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, skip_reason
 from tests.conftest import bundled_tasks, run_script
 
 LATE = Path(__file__).resolve().parent.parent / "fixtures" / "scripts" / \
@@ -60,15 +60,8 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return out
 
 
-def _ok(result: dict[str, Any], name: str) -> dict[str, Any]:
-    part: dict[str, Any] = result[name]
-    assert "error" not in part, (part.get("error"), part.get("traceback"),
-                                 result.get("console"))
-    return part
-
-
 def test_run_list_fits_1366_and_is_paged(result: dict[str, Any]) -> None:
-    runs = _ok(result, "runs")
+    runs = part_ok(result, "runs")
     sizes = runs["first"]["sizes"]
     assert sizes["scroll"] <= sizes["inner"] == 1366, sizes  # no horizontal scroll
     assert len(runs["first"]["rows"]) == 50  # the first page of the 73 runs
@@ -79,7 +72,7 @@ def test_run_list_fits_1366_and_is_paged(result: dict[str, Any]) -> None:
 
 
 def test_search_then_two_ticked_runs_open_compare(result: dict[str, Any]) -> None:
-    runs = _ok(result, "runs")
+    runs = part_ok(result, "runs")
     searched = runs["searched"]
     assert sorted(searched["rows"]) == sorted(
         [f"alt/{TASK}/r0"] + [f"camp24/{TASK}/r{k}" for k in range(REPEATS)])
@@ -92,7 +85,7 @@ def test_search_then_two_ticked_runs_open_compare(result: dict[str, Any]) -> Non
 
 
 def test_compare_aligns_the_plan_and_seeks_both_players(result: dict[str, Any]) -> None:
-    compare = _ok(result, "compare")
+    compare = part_ok(result, "compare")
     assert compare["rows"] == 1  # the revocation plan of both runs on one row
     assert compare["players"] == 2 and compare["fields"] > 3
     seeks = compare["seeks"]
