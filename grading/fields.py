@@ -34,6 +34,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 import dateparser
@@ -41,6 +42,7 @@ import phonenumbers
 import usaddress
 from rapidfuzz.distance import Levenshtein
 from rapidfuzz.fuzz import ratio
+from rapidfuzz.process import extractOne
 from scourgify import normalize_address_record
 from scourgify.exceptions import AddressNormalizationError
 from text_to_num import alpha2digit
@@ -143,12 +145,24 @@ def canonical_text(value: Any) -> str:
 
     ``"Dr. Alvarez"`` → ``"dr alvarez"``; ``"O'Brien"`` → ``"obrien"``.
     """
-    text = unicodedata.normalize("NFKC", _as_text(value)).casefold()
+    return _canonical_str(_as_text(value))
+
+
+# The text transforms below are pure functions of a string. The simulated caller and the
+# provenance check apply them to the same turn once per fact value, so each keeps the results
+# for the most recent texts (bounded; results are immutable).
+_TEXT_CACHE = 4096
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _canonical_str(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).casefold()
     text = _APOSTROPHES.sub("", text)
     text = "".join(" " if unicodedata.category(ch)[0] in "PS" else ch for ch in text)
     return " ".join(text.split())
 
 
+@lru_cache(maxsize=_TEXT_CACHE)
 def _words_to_digits(text: str) -> str:
     """Spoken numbers to digits: ``alpha2digit`` (threshold 0), then the forms it does not
     know: "oh" next to a digit is 0, "double 5" / "triple 5" repeat the digit."""
@@ -702,24 +716,34 @@ _DATES_IN_TEXT = re.compile(
 def dates_in_text(text: str, reference: dt.date | None = None) -> list[dt.date]:
     """Every date a free text states ("July ninth, nineteen eighty-eight", "the 2nd of June",
     "06/02/2027"), year-less ones resolved against ``reference``."""
+    return list(_dates_in_text(text, reference))
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _dates_in_text(text: str, reference: dt.date | None) -> tuple[dt.date, ...]:
     normalized = _spoken_date_text(text)
     out: list[dt.date] = []
     for m in _DATES_IN_TEXT.finditer(normalized):
         day = resolve_date(re.sub(r"\b(?:the|of)\b", " ", m.group(0)), reference)
         if day is not None and day not in out:
             out.append(day)
-    return out
+    return tuple(out)
 
 
 def numbers_in_text(text: str) -> list[float]:
     """Every number a free text states, number words included ("twelve hundred" → 1200,
     "$1,200" → 1200, "12k" → 12000). Digits read out one by one count one by one."""
+    return list(_numbers_in_text(text))
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _numbers_in_text(text: str) -> tuple[float, ...]:
     t = _thousands_k(_spoken_digits(text))
     out = [float(n) for n in _NUMBER.findall(t) if math.isfinite(float(n))]
     # Numbers said in pairs also read as one: "two forty-five" → 2, 45 and 245.
     for m in re.finditer(r"(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", t):
         out.append(float(m.group(1) + m.group(2)))
-    return out
+    return tuple(out)
 
 
 def spelled_out(text: str) -> str:
@@ -740,6 +764,7 @@ def unit_numbers(text: str, unit: Literal["percent", "money"]) -> list[float]:
     return [float(n) for n in found]
 
 
+@lru_cache(maxsize=_TEXT_CACHE)
 def _spelled_runs(text: str) -> str:
     """Spoken numbers to digits and letters/digits said one at a time joined up:
     "E, 4, 4, 7, 1" → "E4471", "H O 5 5 2" → "HO552"."""
@@ -750,27 +775,43 @@ def _spelled_runs(text: str) -> str:
     )
 
 
+@lru_cache(maxsize=_TEXT_CACHE)
+def _identifiers_said(text: str) -> tuple[str, frozenset[str]]:
+    """A text's alphanumerics run together (spoken numbers and spelled characters joined),
+    and its tokens that look like identifiers (two digits or more), canonical."""
+    spelled = _spelled_runs(text)
+    compact = "".join(ch for ch in spelled.upper() if ch.isalnum())
+    tokens = re.findall(r"[A-Za-z0-9][A-Za-z0-9/-]*", spelled)
+    candidates = frozenset(c for c in (canonical_identifier(t) for t in tokens)
+                           if sum(ch.isdigit() for ch in c) >= 2)
+    return compact, candidates
+
+
 def _identifier_in_text(value: Any, text: str) -> ValueFound:
     target = canonical_identifier(value)
     if not target:
         return "absent"
-    spelled = _spelled_runs(text)
-    compact = "".join(ch for ch in spelled.upper() if ch.isalnum())
+    compact, candidates = _identifiers_said(text)
     if target in compact:
         return "match"
-    tokens = re.findall(r"[A-Za-z0-9][A-Za-z0-9/-]*", spelled)
-    candidates = [canonical_identifier(t) for t in tokens]
-    if any(sum(ch.isdigit() for ch in c) >= 2 and c != target for c in candidates):
+    if candidates - {target}:
         return "mismatch"
     return "absent"
 
 
-def _near(word: str, words: set[str]) -> bool:
-    if word in words:
+def _near(word: str, words: _Words) -> bool:
+    if word in words.all:
         return True
     if len(word) < 4:
         return False
-    return any(len(w) >= 4 and ratio(word, w) >= 85 for w in words)
+    return extractOne(word, words.long, scorer=ratio, score_cutoff=85) is not None
+
+
+@dataclass(frozen=True)
+class _Words:
+    all: frozenset[str]
+    long: tuple[str, ...]
+    """The words of four letters or more (the ones a near match is looked for in)."""
 
 
 _NAME_STOP = frozenset({
@@ -779,14 +820,21 @@ _NAME_STOP = frozenset({
 })
 
 
+@lru_cache(maxsize=_TEXT_CACHE)
+def _text_words(text: str) -> _Words:
+    """The words of a text, as said and with spoken numbers as digits."""
+    words = frozenset(canonical_text(_words_to_digits(text)).split()) | frozenset(
+        canonical_text(text).split())
+    return _Words(words, tuple(sorted(w for w in words if len(w) >= 4)))
+
+
 def _tokens_in_text(value: Any, text: str) -> ValueFound:
     """Free text and names: every content word of the value is said (fuzzily) → match; some
     but not all → mismatch ("Jamie Rhodes" for Jamie Reyes); none → absent."""
     wanted = [w for w in canonical_text(value).split() if w not in _NAME_STOP]
     if not wanted:
         return "absent"
-    have = set(canonical_text(_words_to_digits(text)).split())
-    have |= set(canonical_text(text).split())
+    have = _text_words(text)
     found = [w for w in wanted if _near(w, have)]
     if len(found) == len(wanted):
         return "match"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
+import wave
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +28,12 @@ class AudioFileError(Exception):
 
 def silence(n: int = FRAME_SAMPLES) -> Pcm:
     return np.zeros(n, dtype=np.int16)
+
+
+SILENT_FRAME: Pcm = silence()
+"""One read-only 40 ms frame of silence, shared by the media loop wherever a side is silent
+(most frames of a run): no allocation per frame, and :func:`rms` knows it is 0."""
+SILENT_FRAME.flags.writeable = False
 
 
 def to_pcm16(samples: npt.NDArray[np.floating] | Pcm) -> Pcm:
@@ -71,7 +77,7 @@ def rms(frame: Pcm) -> float:
     """Root mean square of PCM16 samples (a dot product: this runs for every frame of both
     channels, and ``np.mean`` of the squares cost a sixth of a virtual-clock run)."""
     n = len(frame)
-    if not n:
+    if not n or frame is SILENT_FRAME:
         return 0.0
     f = frame.astype(np.float64)
     return math.sqrt(float(f.dot(f)) / n)
@@ -83,15 +89,21 @@ class TraceWriter:
     Frames are interleaved into one preallocated buffer and handed to the OS every
     ``flush_frames`` frames (about once a second of media time), so a killed process loses at
     most that much; the fsync that makes written audio survive a power cut happens off the
-    media loop (:mod:`runtime.durability`), and once at :meth:`close`."""
+    media loop (:mod:`runtime.durability`), also after :meth:`close`. The file is written
+    with the standard library's :mod:`wave` (a 44-byte header whose sizes are set at close;
+    :func:`runtime.recovery.repair_wav_header` sets them after a crash): libsndfile's close
+    fsynced the file a second time, on the media loop, once per run."""
 
     def __init__(self, path: Path, rate: int = SAMPLE_RATE, flush_frames: int = 25) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        self._file = sf.SoundFile(
-            self._fd, mode="w", samplerate=rate, channels=2, subtype="PCM_16", format="WAV",
-            closefd=False,
-        )
+        # Both are closed in close(), which the run calls however it ends.
+        self._raw = open(self._fd, "wb", closefd=False)  # noqa: SIM115
+        self._file = wave.open(self._raw, "wb")  # noqa: SIM115
+        self._file.setnchannels(2)
+        self._file.setsampwidth(2)
+        self._file.setframerate(rate)
+        self._closed = False
         self._flush_frames = max(1, flush_frames)
         self._buf = np.zeros((0, 2), dtype=np.int16)
         self._n = 0
@@ -106,24 +118,24 @@ class TraceWriter:
         self._buf[self._n:self._n + n, 0] = user
         self._buf[self._n:self._n + n, 1] = agent
         self._n += n
-        if self._n >= len(user) * self._flush_frames:
+        if self._n >= n * self._flush_frames:
             self.flush()
 
     def flush(self) -> None:
         """Hand the pending samples to the OS (no fsync)."""
         if self._n:
-            self._file.write(self._buf[:self._n])
+            self._file.writeframesraw(self._buf[:self._n].astype("<i2", copy=False).data)
+            self._raw.flush()
             self._n = 0
             SYNCER.mark(self._fd)
 
     def close(self) -> None:
-        if not self._file.closed:
+        if not self._closed:
+            self._closed = True
             self.flush()
-            self._file.close()  # finalizes the header
-            SYNCER.forget(self._fd)
-            with contextlib.suppress(OSError):
-                os.fsync(self._fd)
-            os.close(self._fd)
+            self._file.close()  # sets the header's sizes
+            self._raw.close()
+            SYNCER.close_later(self._fd)  # the last fsync and the close, off the media loop
 
 
 class StreamResampler:

@@ -401,9 +401,13 @@ class EventLog:
     def close(self) -> None:
         if not self._fh.closed:
             self._fh.flush()
-            SYNCER.forget(self._fh.fileno())
-            os.fsync(self._fh.fileno())
+            fd = self._fh.fileno()
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)  # the writer is done (the copy below shares it)
+            last = os.dup(fd)
+            SYNCER.forget(fd)
             self._fh.close()
+            SYNCER.close_later(last)  # the last fsync and the close, off the media loop
 
 
 class LogReadResult(BaseModel):

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -653,6 +655,11 @@ class _Clause:
 
 # --------------------------------------------------------------------------- observer
 
+_SHARED: OrderedDict[int, tuple[TaskSpec, SemanticActObserver]] = OrderedDict()
+_SHARED_LOCK = threading.Lock()
+_SHARED_MAX = 256
+
+
 class SemanticActObserver:
     """Rule-based mapping of an agent turn to semantic acts, compiled for one task."""
 
@@ -724,6 +731,25 @@ class SemanticActObserver:
         self._gated: dict[str, tuple[tuple[str, ...], ...]] = {
             k: tuple(v) for k, v in by_first.items()
         }
+
+    @classmethod
+    def for_task(cls, task: TaskSpec) -> SemanticActObserver:
+        """The observer compiled for ``task``, shared by every run of that task object in
+        the process (an observer is never changed after it is built, and a task is frozen).
+        Building one costs a few milliseconds, as much as a minute of media on the virtual
+        clock; the simulated caller and the orchestrator each need one per run."""
+        with _SHARED_LOCK:
+            hit = _SHARED.get(id(task))
+            if hit is not None and hit[0] is task:
+                _SHARED.move_to_end(id(task))
+                return hit[1]
+        observer = cls(task)
+        with _SHARED_LOCK:
+            # The entry keeps the task alive, so its id() is not reused while cached.
+            _SHARED[id(task)] = (task, observer)
+            while len(_SHARED) > _SHARED_MAX:
+                _SHARED.popitem(last=False)
+        return observer
 
     # ------------------------------------------------------------------ public
 

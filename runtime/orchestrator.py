@@ -33,7 +33,15 @@ from runtime.agents.base import (
     ToolCallRequest,
     TranscriptDone,
 )
-from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, TraceWriter, silence
+from runtime.audio import (
+    FRAME_MS,
+    FRAME_SAMPLES,
+    SAMPLE_RATE,
+    SILENT_FRAME,
+    Pcm,
+    TraceWriter,
+    silence,
+)
 from runtime.events import (
     AgentAct,
     AgentErrorEvent,
@@ -214,7 +222,7 @@ class Orchestrator:
         self._meta_extra = meta_extra or {}
         self._on_frame = on_frame
         self._on_event = on_event
-        self.observer = SemanticActObserver(task)
+        self.observer = SemanticActObserver.for_task(task)
         self._terminal = [p for p in task.grading.terminal if isinstance(p, PredLifecycle)]
         self._gated_tools = {r.tool for r in task.authorization}
         self._play: _Playout | None = None
@@ -345,7 +353,7 @@ class Orchestrator:
         while True:
             t = self.clock.t_ms
             # Seeded world events.
-            for wid, world in list(pending_world.items()):
+            for wid, world in list(pending_world.items()) if pending_world else ():
                 due = (world.at_ms is not None and t >= world.at_ms) or (
                     world.after_plan is not None and world.after_plan in self.user.policy.spoken
                 )
@@ -456,7 +464,7 @@ class Orchestrator:
                     if ev.fatal:
                         return "agent_error", ev.message
             # Play agent audio out on the media clock.
-            agent_frame = silence()
+            agent_frame = SILENT_FRAME
             if play.speaking and len(play.buffer):
                 chunk = play.buffer[:FRAME_SAMPLES]
                 play.buffer = play.buffer[FRAME_SAMPLES:]

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from grading.fields import numbers_in_text, unit_numbers, value_in_text
-from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, silence
+from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, SILENT_FRAME, Pcm, silence
 from runtime.bank import BankPlayer
 from runtime.events import DuplexFire, Event, UserPlanEvent, UserSpeechEnd, UserSpeechStart
 from runtime.observer import Act, SemanticActObserver
@@ -87,7 +87,7 @@ class RevealPolicy:
         self.spoken: list[str] = []
         self.lifecycles: dict[str, Lifecycle] = {a.id: Lifecycle.DRAFT for a in task.artifacts}
         self.world_events: set[str] = set()
-        self._observer = SemanticActObserver(task)
+        self._observer = SemanticActObserver.for_task(task)
         self._clock = 0
         self._edited: dict[str, int] = {}
         """Per artifact, the logical time of its last material edit."""
@@ -370,6 +370,8 @@ class DuplexSchedule:
 
     def due(self, t_ms: int) -> list[tuple[int, DuplexEvent]]:
         """The events whose time has come, removed from the schedule."""
+        if not self._armed:
+            return []  # every frame asks; most of a run has nothing armed
         due = [(at, ev) for at, ev in self._armed if t_ms >= at]
         self._armed = [(at, ev) for at, ev in self._armed if t_ms < at]
         return due
@@ -508,7 +510,7 @@ class FrozenSimulator:
 
     def next_frame(self, t_ms: int) -> UserFrame:
         """The user's 40 ms frame starting at ``t_ms``, with the user events it caused."""
-        out = UserFrame(pcm=silence())
+        out = UserFrame(pcm=SILENT_FRAME)
         if not self._opened and not self.agent_has_spoken:
             opening = self.policy.opening()
             if (

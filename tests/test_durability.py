@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import soundfile as sf
 
 from runtime import durability
 from runtime.audio import FRAME_SAMPLES, TraceWriter
@@ -56,24 +57,37 @@ def test_writers_do_not_fsync_on_the_media_loop(
 ) -> None:
     loop = threading.get_ident()
     on_loop: list[int] = []
+    off_loop: list[tuple[int, int]] = []  # (inode, size) of each file synced off the loop
     real = os.fsync
 
     def fsync(fd: int) -> None:
         if threading.get_ident() == loop:
             on_loop.append(fd)
+        else:
+            st = os.fstat(fd)
+            off_loop.append((st.st_ino, st.st_size))
         real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
     trace = TraceWriter(tmp_path / "trace.wav")
     log = EventLog(tmp_path / "events.jsonl")
     frame = np.ones(FRAME_SAMPLES, np.int16)
-    for i in range(500):  # 20 s of media, 20 s worth of log events
+    for i in range(510):  # 20.4 s of media, as many log events
         trace.write(frame, frame)
         log.emit(SessionEnd(reason="user_goodbye"), i * 40)
     assert on_loop == []
-    trace.close()
+    trace.close()  # writes the last 10 frames (its buffer holds 25) and the header's sizes
     log.close()
-    assert len(on_loop) == 2  # closing syncs each file once, synchronously
+    # Closing hands each file to the syncer: its last fsync (after the last byte) happens on
+    # the syncer's thread within a second, never on the loop.
+    files = {(p.stat().st_ino, p.stat().st_size)
+             for p in (tmp_path / "trace.wav", tmp_path / "events.jsonl")}
+    deadline = time.monotonic() + 2 * durability.INTERVAL_S + 3
+    while durability.SYNCER.pending and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert durability.SYNCER.pending == 0
+    assert files <= set(off_loop) and on_loop == []
+    assert sf.info(str(tmp_path / "trace.wav")).frames == 510 * FRAME_SAMPLES
 
 
 CAMPAIGN = """

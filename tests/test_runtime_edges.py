@@ -19,8 +19,9 @@ from runtime.bank import BankPlayer, EspeakEngine, SpeechCache, TTSError, build_
 from runtime.bank_manifest import load_manifest
 from runtime.campaign import cache_dir
 from runtime.events import SessionEnd, read_events
+from runtime.observer import SemanticActObserver
 from runtime.orchestrator import MediaClock, Orchestrator
-from runtime.simulator import FrozenSimulator
+from runtime.simulator import FrozenSimulator, RevealPolicy
 from runtime.spec import find_task, load_task
 from tests.conftest import bundled_tasks
 
@@ -157,3 +158,17 @@ def test_a_broken_bank_file_ends_that_run_only(tmp_path: Path) -> None:
     end = read_events(by_task["apexv1_070"].run_dir / "events.jsonl").events[-1]
     assert isinstance(end, SessionEnd) and "harness error" in end.detail
     assert str(opening) in end.detail or "unreadable audio" in end.detail
+
+
+def test_the_observer_is_built_once_per_task_object() -> None:
+    """The simulated caller and the orchestrator share one observer per task object (it is
+    never changed after it is built); another task object, even with the same id, gets its
+    own, so a task edited between runs is observed as edited."""
+    task = find_task("apexv1_001")
+    shared = SemanticActObserver.for_task(task)
+    assert SemanticActObserver.for_task(task) is shared
+    assert RevealPolicy(task)._observer is shared
+    edited = task.model_copy(update={"title": task.title + " (edited)"})
+    assert SemanticActObserver.for_task(edited) is not shared
+    assert [a.act for a in SemanticActObserver.for_task(edited).observe("Hi there.")] == [
+        a.act for a in shared.observe("Hi there.")]
