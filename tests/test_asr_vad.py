@@ -151,6 +151,30 @@ def test_vad_finds_each_utterance_end() -> None:
     assert not vad.in_speech
 
 
+def test_vad_reports_the_pause_before_the_end_only_when_asked() -> None:
+    a, b = _speech("What is your employee ID?"), _speech("It is E 4 4 7 1.")
+    gap = silence(SAMPLE_RATE)
+    signal = np.concatenate([gap, a, gap, b, gap])
+
+    def events(vad: SileroVAD) -> list[tuple[int, str]]:
+        out = []
+        for i, frame in enumerate(frames(signal)):
+            change = vad.push(frame)
+            if change is not None:
+                out.append((i * FRAME_MS, change))
+        return out
+
+    plain = events(SileroVAD(min_silence_ms=800))
+    paused = events(SileroVAD(min_silence_ms=800, pause_ms=300))
+    assert [e for _, e in plain] == ["onset", "end", "onset", "end"]
+    assert [e for _, e in paused] == ["onset", "pause", "end", "onset", "pause", "end"]
+    # Same onsets and ends; each pause comes 500 ms (the two silences' difference, to a
+    # 32 ms model chunk and a 40 ms frame) before its end.
+    assert [x for x in paused if x[1] != "pause"] == plain
+    for (t_pause, _), (t_end, _) in zip(paused[1::3], paused[2::3], strict=True):
+        assert 500 - 80 <= t_end - t_pause <= 500 + 80, paused
+
+
 def test_vad_ignores_silence_and_shares_model(monkeypatch: pytest.MonkeyPatch) -> None:
     vad = SileroVAD()
     assert all(vad.push(silence()) is None for _ in range(50))

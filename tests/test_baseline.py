@@ -544,6 +544,85 @@ def test_adapter_clock_modes(clock: str) -> None:
         assert answer_ms >= end_of_utterance_ms + 200  # the 0.3 s recognizer ran meanwhile
 
 
+class _RecordingASR:
+    """Records each call (media time of the call, samples) and takes 0.3 s."""
+
+    name = "recording-fake"
+
+    def __init__(self, clock: list[int]) -> None:
+        self.clock = clock
+        self.calls: list[tuple[int, int]] = []
+
+    def transcribe(self, pcm: Any, sample_rate: int = SAMPLE_RATE, *,
+                   prompt: str | None = None) -> str:
+        self.calls.append((self.clock[0], len(pcm)))
+        time.sleep(0.3)
+        return f"heard {len(pcm)}"
+
+
+class _PausingVAD:
+    """Onset at frame 2; pauses at frames 5 and 16 (speech resumed in between); end at 21."""
+
+    def __init__(self) -> None:
+        self.in_speech = False
+        self.n = 0
+
+    def push(self, frame: Any) -> str | None:
+        self.n += 1
+        events = {2: "onset", 5: "pause", 16: "pause", 21: "end"}
+        self.in_speech = 2 <= self.n < 21
+        return events.get(self.n)
+
+    def reset(self) -> None: ...
+
+
+@pytest.mark.parametrize("clock", ["virtual", "realtime"])
+def test_the_utterance_is_the_audio_up_to_its_last_pause(clock: str) -> None:
+    """Both modes transcribe the same audio, the utterance as of the VAD's last pause; in
+    realtime mode its transcription starts at that pause, before the end of the utterance,
+    so the answer is not the recognizer's time later than the end."""
+
+    async def call() -> tuple[_RecordingASR, list[str], int]:
+        now = [0]
+        asr = _RecordingASR(now)
+        agent = BaselineAgent(lambda cfg: _EchoPolicy(), _Silence(), asr=asr,
+                              vad_factory=_PausingVAD)
+        await agent.connect(AgentSessionConfig(task_id="t", instructions="", tools=[],
+                                               sample_rate=SAMPLE_RATE, clock=clock))  # type: ignore[arg-type]
+        texts: list[str] = []
+        answer_ms = -1
+        while now[0] < 4000 and answer_ms < 0:
+            await agent.send_audio(np.zeros(960, dtype=np.int16), now[0])
+            for ev in await agent.poll(now[0]):
+                if isinstance(ev, ToolCallRequest):
+                    await agent.send_tool_result(ev.call_id, {"n": 7})
+                if isinstance(ev, TranscriptDone):
+                    texts.append(ev.text)
+                    answer_ms = now[0] if "You said" in ev.text else answer_ms
+            now[0] += 40
+            if clock == "realtime":
+                await asyncio.sleep(0.04)
+        await agent.close()
+        return asr, texts, answer_ms
+
+    asr, texts, answer_ms = asyncio.run(call())
+    # The preroll before the onset (frame 1) and frames 2..16: 16 frames.
+    pause_samples = 16 * 960
+    assert texts[-1] == f"You said heard {pause_samples}, got 7."
+    end_ms = 20 * 40  # frame n is pushed at media time (n - 1) * 40
+    if clock == "virtual":
+        assert asr.calls == [(end_ms, pause_samples)]
+    else:
+        # One call per pause (the first was overtaken: speech resumed), the one used on the
+        # audio up to the last pause and started at that pause (frame 16), before the end.
+        assert [n for _, n in asr.calls] == [5 * 960, pause_samples], asr.calls
+        assert 15 * 40 <= asr.calls[-1][0] <= 16 * 40 < end_ms, asr.calls  # read by its thread
+        # The recognizer's 0.3 s ran while the VAD waited out the last 200 ms: the answer
+        # comes less than the recognizer's time after the end (media time runs no faster
+        # than the wall clock here).
+        assert answer_ms - end_ms < 300, (answer_ms, end_ms)
+
+
 def test_rule_policy_correction_of_the_last_answer_by_barge_in() -> None:
     call = TextCall("apexv1_082")
     view = call.policy.view

@@ -6,7 +6,12 @@ VAD → ASR → dialogue policy → TTS, all on this machine:
   utterance (800 ms of silence) hands the utterance's audio to the ASR, and its speech onset
   while the agent is still talking is a barge-in: the agent yields (``Interrupted``) and the
   orchestrator drops and logs the unplayed rest.
-* :class:`~runtime.speech.asr.WhisperASR` (faster-whisper tiny.en) transcribes the utterance.
+* :class:`~runtime.speech.asr.WhisperASR` (faster-whisper tiny.en) transcribes the utterance:
+  the audio up to the VAD's pause (:data:`PAUSE_MS` of silence, when every word is in). In
+  ``realtime`` mode that transcription starts at the pause, while the VAD waits out the rest
+  of the 800 ms, so the answer is not 800 ms plus the ASR's time late; if the caller speaks
+  again before the end, the next pause replaces it. Both clock modes transcribe the same
+  audio, so a run's transcript does not depend on the mode or the machine's speed.
 * A :class:`~runtime.agents.baseline_policy.DialoguePolicy` decides: the deterministic
   :class:`~runtime.agents.baseline_policy.RulePolicy` (agent spec ``baseline``), or an
   OpenAI-compatible chat model with tools (``baseline:llm``,
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import contextlib
 import datetime as dt
 import importlib
@@ -69,6 +75,11 @@ from runtime.bank import EspeakEngine, SpeechCache, TTSEngine, TTSError
 from runtime.spec import TaskSpec
 from runtime.speech.asr import ASR, ASRError, shared_asr
 from runtime.speech.vad import VAD, SileroVAD, VADError
+
+PAUSE_MS = 300
+"""Silence after which the baseline's VAD reports a pause and the agent takes the utterance's
+audio (and, in realtime mode, starts transcribing it); the end of the utterance is still
+800 ms of silence."""
 
 ESPEAK_VOICE = "en-us+m3"
 KOKORO_VOICE = "am_michael"
@@ -164,13 +175,19 @@ class BaselineAgent:
         self._speech = speech
         self._asr_given = asr
         self._asr: ASR | None = asr
-        self._vad_factory = vad_factory or SileroVAD
+        self._vad_factory = vad_factory or _pausing_vad
         self._silence_ms = silence_ms
         self._preroll: collections.deque[Pcm] = collections.deque(maxlen=preroll_frames)
         self._lock = threading.Lock()
         self._outbox: list[AgentEvent] = []
         self._utterances: collections.deque[tuple[int, Pcm]] = collections.deque()
         self._current: list[Pcm] | None = None
+        self._paused: Pcm | None = None
+        """The current utterance's audio as of the VAD's last pause."""
+        self._asr_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._early: dict[int, tuple[Pcm, concurrent.futures.Future[str]]] = {}
+        """Realtime mode: transcriptions started at a pause, by id() of the audio (kept
+        alive here, so the id is not reused while the entry lives)."""
         self._job: Turn | None = None
         self._waiting: tuple[str, str] | None = None
         self._results: dict[str, dict[str, Any]] = {}
@@ -218,12 +235,39 @@ class BaselineAgent:
                 self._barged = True
         elif self._current is not None:
             self._current.append(frame)
-            if change == "end":
-                audio = np.concatenate(self._current)
-                self._current = None
+            if change == "pause":
+                self._paused = np.concatenate(self._current)
+                if self._realtime:
+                    self._transcribe_early(self._paused)
+            elif change == "end":
+                audio = self._paused if self._paused is not None else np.concatenate(
+                    self._current)
+                self._current = self._paused = None
                 self._utterances.append((t_media_ms, audio))
                 self._last_activity = t_media_ms
         self._preroll.append(frame)
+
+    def _transcribe_early(self, audio: Pcm) -> None:
+        """Start transcribing ``audio`` on the recognizer's own thread; an earlier pause's
+        transcription that has not started yet is dropped (speech resumed after it)."""
+        if self._asr_pool is None:
+            self._asr_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="baseline-asr")
+        for key, (_audio, future) in list(self._early.items()):
+            if future.cancel() or future.done():
+                del self._early[key]
+        assert self._asr is not None, "connect() loads the recognizer"
+        self._early[id(audio)] = (
+            audio, self._asr_pool.submit(self._asr.transcribe, audio, SAMPLE_RATE))
+
+    def _transcribe(self, audio: Pcm) -> str:
+        early = self._early.pop(id(audio), None)
+        if early is not None and early[0] is audio:
+            return early[1].result()
+        assert self._asr is not None, "connect() loads the recognizer"
+        if self._asr_pool is not None:  # realtime: one recognizer call at a time
+            return self._asr_pool.submit(self._asr.transcribe, audio, SAMPLE_RATE).result()
+        return self._asr.transcribe(audio, SAMPLE_RATE)
 
     async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None:
         with self._lock:
@@ -267,6 +311,10 @@ class BaselineAgent:
                 await asyncio.wait_for(asyncio.shield(self._worker), timeout=30)
         self._job = None
         self._outbox = []
+        if self._asr_pool is not None:
+            self._asr_pool.shutdown(wait=False, cancel_futures=True)
+            self._asr_pool = None
+        self._early.clear()
 
     # ------------------------------------------------------------------ driving the policy
 
@@ -317,8 +365,7 @@ class BaselineAgent:
             if self._job is None:
                 if self._utterances:
                     end_ms, audio = self._utterances.popleft()
-                    assert self._asr is not None, "connect() loads the recognizer"
-                    text = self._asr.transcribe(audio, SAMPLE_RATE)
+                    text = self._transcribe(audio)
                     self.transcripts.append((end_ms, text))
                     if self._debug:
                         print(f"[baseline heard @{end_ms} ms] {text}", file=sys.stderr)
@@ -373,6 +420,10 @@ class BaselineAgent:
                 self._hung_up = True
                 self._job = None
                 return
+
+
+def _pausing_vad() -> VAD:
+    return SileroVAD(pause_ms=PAUSE_MS)
 
 
 # --------------------------------------------------------------------------- the factory

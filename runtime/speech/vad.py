@@ -32,7 +32,7 @@ CONTEXT = 64
 """Samples of the previous chunk the model sees in front of each chunk."""
 CHUNK_MS = CHUNK * 1000 // VAD_RATE
 
-VadEvent = Literal["onset", "end"]
+VadEvent = Literal["onset", "pause", "end"]
 
 VAD_PACKAGE = "silero-vad==6.2.3"
 
@@ -48,7 +48,9 @@ class VAD(Protocol):
 
     def push(self, frame: Pcm) -> VadEvent | None:
         """One frame of PCM16 at :data:`~runtime.audio.SAMPLE_RATE`: ``"onset"`` when speech
-        starts, ``"end"`` when an utterance has ended, else None."""
+        starts, ``"end"`` when an utterance has ended, ``"pause"`` (only from a detector
+        built to report pauses) when the silence that may end it has lasted the pause time,
+        else None."""
         ...
 
     def reset(self) -> None: ...
@@ -114,12 +116,17 @@ class SileroVAD:
 
     def __init__(
         self, *, threshold: float = 0.5, min_speech_ms: int = 96, min_silence_ms: int = 800,
-        session: Any = None,
+        pause_ms: int | None = None, session: Any = None,
     ) -> None:
         self.threshold = threshold
         self.neg_threshold = max(0.01, threshold - 0.15)
         self.min_speech_chunks = max(1, -(-min_speech_ms // CHUNK_MS))
         self.min_silence_chunks = max(1, -(-min_silence_ms // CHUNK_MS))
+        self.pause_chunks = (
+            None if pause_ms is None else max(1, -(-pause_ms // CHUNK_MS))
+        )
+        """With ``pause_ms``: ``"pause"`` once a silence inside an utterance has lasted that
+        long (the utterance's words are all in; ``"end"`` follows unless speech resumes)."""
         self._session = session if session is not None else shared_silero_session()
         self.in_speech = False
         self.last_probability = 0.0
@@ -167,7 +174,9 @@ class SileroVAD:
                     event = "onset"
             else:
                 self._below = self._below + 1 if p < self.neg_threshold else 0
+                if self._below == self.pause_chunks and self._below < self.min_silence_chunks:
+                    event = "pause" if event is None else event
                 if self._below >= self.min_silence_chunks:
                     self.in_speech, self._above = False, 0
-                    event = "end" if event is None else event
+                    event = "end" if event in (None, "pause") else event
         return event
