@@ -184,7 +184,12 @@ def canonical_identifier(value: Any) -> str:
 
     ``"E forty-four seventy-one"`` → ``"E4471"``. Leading zeros are kept (significant).
     """
-    text = _words_to_digits(_as_text(value)).upper()
+    return _canonical_identifier_str(_as_text(value))
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _canonical_identifier_str(value: str) -> str:
+    text = _words_to_digits(value).upper()
     return "".join(ch for ch in text if ch.isalnum())
 
 
@@ -366,6 +371,11 @@ def parse_spoken_date(
         return value
     if not isinstance(value, str):
         return None
+    return _parse_date_str(value, require_year, base_year)
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _parse_date_str(value: str, require_year: bool, base_year: int | None) -> dt.date | None:
     text = unicodedata.normalize("NFKC", value).strip()
     if _ISO_DATE.fullmatch(text):
         try:
@@ -429,7 +439,12 @@ def canonical_phone(value: Any, region: str = "US") -> str | None:
         return canonical_phone(items[0], region) if len(items) == 1 else None
     if isinstance(value, bool) or not isinstance(value, str | int):
         return None
-    text = _words_to_digits(_as_text(value)).casefold()
+    return _canonical_phone_str(_as_text(value), region)
+
+
+@lru_cache(maxsize=_TEXT_CACHE)
+def _canonical_phone_str(value: str, region: str) -> str | None:
+    text = _words_to_digits(value).casefold()
     text = re.sub(r"\bplus\s*(?=\d)", "+", text)
     text = re.sub(r"(?<=\d)(\s*)\bo\b", r"\g<1>0", text)
     text = re.sub(r"\bo\b(?=\s*\d)", "0", text)

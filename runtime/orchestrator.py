@@ -224,6 +224,10 @@ class Orchestrator:
         self._on_event = on_event
         self.observer = SemanticActObserver.for_task(task)
         self._terminal = [p for p in task.grading.terminal if isinstance(p, PredLifecycle)]
+        self._terminal_stale = True
+        """An artifact may have changed since :meth:`_terminal_reached` last looked (every
+        artifact change comes through :meth:`_on_workbench_event`)."""
+        self._terminal_now = False
         self._gated_tools = {r.tool for r in task.authorization}
         self._play: _Playout | None = None
 
@@ -335,6 +339,7 @@ class Orchestrator:
         await self.agent.send_tool_result(ev.call_id, payload)
 
     def _on_workbench_event(self, event: Event) -> Event:
+        self._terminal_stale = True
         if isinstance(event, ArtifactUpdate):
             self.user.on_lifecycle(event.artifact_id, Lifecycle(event.lifecycle), event.changed)
         return self._emit(event)
@@ -487,7 +492,9 @@ class Orchestrator:
                 play.acts = []
             # End conditions.
             quiet = not play.speaking and not self.user.speaking
-            if self._terminal_reached():
+            if self._terminal_stale:
+                self._terminal_now, self._terminal_stale = self._terminal_reached(), False
+            if self._terminal_now:
                 terminal_at = t if terminal_at is None else terminal_at
             else:
                 terminal_at = None  # left the terminal state (an edit sent it back to draft)

@@ -13,6 +13,7 @@ import dateparser
 import phonenumbers
 import pytest
 
+from grading import fields
 from grading.fields import (
     FieldGrade,
     canonical_address,
@@ -221,6 +222,7 @@ def test_dateparser_never_sees_a_non_date(monkeypatch: pytest.MonkeyPatch) -> No
         return real(text, *args, **kwargs)
 
     monkeypatch.setattr(dateparser, "parse", spy)
+    fields._parse_date_str.cache_clear()  # parsed dates are kept: start from none
     for pred in ["eight", "may", "1988", "twelve hundred", "the usual", "9"]:
         assert not grade_value("normalized_date", "1988-07-09", pred).correct
     assert calls == []
@@ -276,6 +278,7 @@ def test_phonenumbers_never_gets_letters(monkeypatch: pytest.MonkeyPatch) -> Non
         return real(number, region, *args, **kw)
 
     monkeypatch.setattr(phonenumbers, "parse", spy)
+    fields._canonical_phone_str.cache_clear()  # parsed numbers are kept: start from none
     assert canonical_phone("1-800-FLOWERS") is None
     assert canonical_phone("my number is four one five") is None
     assert canonical_phone("four one five, five five five, oh one nine nine") == "+14155550199"
