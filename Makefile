@@ -67,12 +67,14 @@ test: lint typecheck pytest
 
 bench: setup
 	$(BIN)/python bench/bench_runtime.py
+	$(BIN)/python bench/bench_observer.py
 	$(BIN)/python bench/bench_adapters.py
 	$(BIN)/python bench/bench_speech.py
 	$(BIN)/python bench/bench_webapp.py
 	$(BIN)/python bench/bench_web_load.py
 	$(BIN)/python bench/bench_baseline.py
 	$(BIN)/python bench/bench_live.py
+	$(BIN)/python bench/bench_live.py --server-only
 
 clean:
 	rm -rf $(VENV) runs data .mypy_cache .ruff_cache .pytest_cache

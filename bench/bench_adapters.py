@@ -36,6 +36,8 @@ from typing import Any
 # The fakes live in tests/ (not an installed package): make the repository importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchlib import load_line, load_now
+
 from runtime.agents.base import AgentSessionConfig
 from runtime.audio import FRAME_MS
 from runtime.bank import BankPlayer
@@ -249,6 +251,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("APEX_VOICE_CACHE_DIR", tempfile.mkdtemp(prefix="apex-bench-cache-"))
     task = find_task(TASK)
+    load = load_now()
     print(f"== adapter CPU per 40 ms frame ({TASK} conversation, fake in another thread, "
           "lockstep; target < 1 ms)")
     for kind in args.providers.split(","):
@@ -264,6 +267,7 @@ def main() -> None:
               f"lateness p50 {r['p50_ms']:.1f} ms  p99 {r['p99_ms']:.1f} ms  "
               f"max {r['max_ms']:.1f} ms  CPU/frame {r['cpu_per_frame_ms']:.2f} ms  "
               f"wall {r['wall_s']:.1f} s")
+    print(load_line(load))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 import soundfile as sf
+from benchlib import load_line, load_now, ratio_line
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/lib/chromium/chromium"
@@ -403,6 +404,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="apex-bench-web-"))
     os.environ.setdefault("APEX_VOICE_CACHE_DIR", str(work / "cache"))
     figures: dict[str, Any] = {}
+    load = load_now()
     if not args.skip_replay:
         r = bench_replay(work, args.runs)
         figures["replay"] = r
@@ -416,6 +418,8 @@ def main() -> None:
         print(f"  baseline, browser decodes the WAV: {r['decode_median_ms']:8.0f} ms "
               f"(median of {len(r['decode_in_browser'])}; fetched "
               f"{r['decode_in_browser'][0]['wav_fetched_kb'] / 1024:.1f} MB of WAV first)")
+        print("  " + ratio_line("warm replay", "browser decoding the WAV", r["warm_median_ms"],
+                                r["decode_median_ms"]))
     if not args.skip_memory:
         levels = [int(x) for x in args.sessions.split(",")]
         m = asyncio.run(bench_memory(work, levels))
@@ -427,6 +431,7 @@ def main() -> None:
             print(f"  per session: {series['per_session_mb']} MB (slope), "
                   f"{series['per_session_mb_vs_idle']} MB (largest N vs idle); sessions "
                   f"running when sampled: {series['running_at_sample']}")
+    print(load_line(load))
     out = ROOT / "bench" / "out"
     out.mkdir(parents=True, exist_ok=True)
     (out / "webapp.json").write_text(json.dumps(figures, indent=2))
