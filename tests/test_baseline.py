@@ -606,8 +606,10 @@ def test_the_utterance_is_the_audio_up_to_its_last_pause(clock: str) -> None:
         return asr, texts, answer_ms
 
     asr, texts, answer_ms = asyncio.run(call())
-    # The preroll before the onset (frame 1) and frames 2..16: 16 frames.
-    pause_samples = 16 * 960
+    # The preroll before the onset (frame 1) and frames 2..16: 16 frames, then the rest of
+    # the end-of-utterance wait (800 - 300 ms) as silence.
+    pad = SAMPLE_RATE * (800 - 300) // 1000
+    pause_samples = 16 * 960 + pad
     assert texts[-1] == f"You said heard {pause_samples}, got 7."
     end_ms = 20 * 40  # frame n is pushed at media time (n - 1) * 40
     if clock == "virtual":
@@ -615,7 +617,7 @@ def test_the_utterance_is_the_audio_up_to_its_last_pause(clock: str) -> None:
     else:
         # One call per pause (the first was overtaken: speech resumed), the one used on the
         # audio up to the last pause and started at that pause (frame 16), before the end.
-        assert [n for _, n in asr.calls] == [5 * 960, pause_samples], asr.calls
+        assert [n for _, n in asr.calls] == [5 * 960 + pad, pause_samples], asr.calls
         assert 15 * 40 <= asr.calls[-1][0] <= 16 * 40 < end_ms, asr.calls  # read by its thread
         # The recognizer's 0.3 s ran while the VAD waited out the last 200 ms: the answer
         # comes less than the recognizer's time after the end (media time runs no faster

@@ -7,7 +7,8 @@ VAD → ASR → dialogue policy → TTS, all on this machine:
   while the agent is still talking is a barge-in: the agent yields (``Interrupted``) and the
   orchestrator drops and logs the unplayed rest.
 * :class:`~runtime.speech.asr.WhisperASR` (faster-whisper tiny.en) transcribes the utterance:
-  the audio up to the VAD's pause (:data:`PAUSE_MS` of silence, when every word is in). In
+  the audio up to the VAD's pause (:data:`PAUSE_MS` of silence, when every word is in),
+  padded with silence to the length of the end-of-utterance wait. In
   ``realtime`` mode that transcription starts at the pause, while the VAD waits out the rest
   of the 800 ms, so the answer is not 800 ms plus the ASR's time late; if the caller speaks
   again before the end, the next pause replaces it. Both clock modes transcribe the same
@@ -79,7 +80,9 @@ from runtime.speech.vad import VAD, SileroVAD, VADError
 PAUSE_MS = 300
 """Silence after which the baseline's VAD reports a pause and the agent takes the utterance's
 audio (and, in realtime mode, starts transcribing it); the end of the utterance is still
-800 ms of silence."""
+:data:`END_OF_UTTERANCE_MS` of silence."""
+END_OF_UTTERANCE_MS = 800
+"""The VAD's end of utterance (:class:`~runtime.speech.vad.SileroVAD`'s default)."""
 
 ESPEAK_VOICE = "en-us+m3"
 KOKORO_VOICE = "am_michael"
@@ -183,7 +186,10 @@ class BaselineAgent:
         self._utterances: collections.deque[tuple[int, Pcm]] = collections.deque()
         self._current: list[Pcm] | None = None
         self._paused: Pcm | None = None
-        """The current utterance's audio as of the VAD's last pause."""
+        """The current utterance's audio as of the VAD's last pause, padded with silence to
+        the end of utterance."""
+        self._pause_pad = np.zeros(SAMPLE_RATE * (END_OF_UTTERANCE_MS - PAUSE_MS) // 1000,
+                                   dtype=np.int16)
         self._asr_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._early: dict[int, tuple[Pcm, concurrent.futures.Future[str]]] = {}
         """Realtime mode: transcriptions started at a pause, by id() of the audio (kept
@@ -236,7 +242,10 @@ class BaselineAgent:
         elif self._current is not None:
             self._current.append(frame)
             if change == "pause":
-                self._paused = np.concatenate(self._current)
+                # The rest of the end-of-utterance wait, as silence: the recognizer hears
+                # the utterance as it would at the end (Whisper reads a word cut close to
+                # the silence differently), without waiting for it.
+                self._paused = np.concatenate([*self._current, self._pause_pad])
                 if self._realtime:
                     self._transcribe_early(self._paused)
             elif change == "end":
@@ -423,7 +432,7 @@ class BaselineAgent:
 
 
 def _pausing_vad() -> VAD:
-    return SileroVAD(pause_ms=PAUSE_MS)
+    return SileroVAD(min_silence_ms=END_OF_UTTERANCE_MS, pause_ms=PAUSE_MS)
 
 
 # --------------------------------------------------------------------------- the factory
