@@ -264,7 +264,7 @@ class BaselineAgent:
                 max_workers=1, thread_name_prefix="baseline-asr")
         for key, (_audio, future) in list(self._early.items()):
             if future.cancel() or future.done():
-                del self._early[key]
+                self._early.pop(key, None)  # the worker may have just taken it
         assert self._asr is not None, "connect() loads the recognizer"
         self._early[id(audio)] = (
             audio, self._asr_pool.submit(self._asr.transcribe, audio, SAMPLE_RATE))
