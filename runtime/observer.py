@@ -29,7 +29,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from rapidfuzz.distance import Levenshtein
 
-from grading.fields import canonical_identifier, canonical_text, value_in_text
+from grading.fields import (
+    canonical_identifier,
+    canonical_phone,
+    canonical_text,
+    dates_in_text,
+    numbers_in_text,
+    value_in_text,
+)
 from grading.fields import spelled_out as _words_to_digits_text
 from runtime.spec import AuthorizationRule, FieldSpec, TaskSpec
 from runtime.text import stem
@@ -235,7 +242,7 @@ _CLOSE = _rx(
     r"\benjoy (the rest of )?your (day|afternoon|evening|weekend)\b",
     r"\btalk (to you )?(soon|later)\b",
     r"\b(thanks|thank you) (so much |very much )?for your (time|patience)\b",
-    r"\bthat is (all|everything) (for (today|now)|we need|i need)\b",
+    r"\bthat is (all|everything) for (today|now)\b",
     r"\b(we are|that is) all (done|set)\b",
     r"\buntil next time\b",
     r"\bthis concludes\b",
@@ -272,8 +279,23 @@ _CONFIRM = _rx(
     r"^(correct|right|is that correct|is that right)$",
     r"\b(that is|those are) (right|correct)\b.*$",
 )
-_CONFIRM_TAG = re.compile(r",\s*(right|correct|yes|yeah|ok|okay|is that right|is that correct)"
-                          r"\s*\?+\s*$", re.IGNORECASE)
+_EITHER_VALUE = _rx(r"^(sorry |so )?(was|is|did you say|were) (that|it|they) \w+.* or \w+")
+"""'Was that four sites or five?': a value asked back as a choice."""
+_CONFIRM_REQUEST = _rx(
+    r"\b(can|could|would|will) you (please |just |quickly )?(confirm|verify|double check)\b",
+    r"\bplease (confirm|verify)\b",
+    r"\b(can|could|may) i (please |just |quickly )?(get you to )?(confirm|verify)\b",
+)
+"""Asking the caller to confirm a field: with no value said, the caller must say it."""
+_WH_QUESTION = _rx(r"\b(what|which|who|when|where|how) (is|are|was|were|would|should|do|does|"
+                   r"did|will|can|could)\b")
+"""A question that asks for a value: with a field and no value said, an ask even after "to
+verify" ("First I need to verify you, what's the policy number?")."""
+_CONFIRM_TAG = re.compile(
+    r",\s*(then,?\s*)?(right|correct|yes|yeah|ok|okay|is that right|is that correct|did you say"
+    r"|did i (hear|get|catch) (that|it) (right|correctly)|is that (the one|it|the right one|the "
+    r"exact \w+|what you \w+ing|what you (said|meant|have))|or (was it|did you say) .+)"
+    r"\s*\?+\s*$", re.IGNORECASE)
 
 _APPROVAL_EXPLICIT_Q = _rx(
     r"\b(do|can|could|will|would) you (please )?(approve|authorize|authorise|consent|sign off)\b",
@@ -288,6 +310,9 @@ _APPROVAL_EXPLICIT_S = _rx(
     r"\bwith your (approval|permission|authorization|authorisation|consent|ok)\b",
     r"\bplease (approve|authorize|authorise)\b",
     r"\blet me know if (i can|i may|i should|it is ok to|you approve)\b",
+    r"\b(need|want|wait for|get) (a|your|the) (clear |quick |final |explicit |firm )?(yes|ok|"
+    r"go ahead|nod|green light|say so|thumbs up)\b",
+    r"\b(you )?give me the (go ahead|nod|green light|ok|thumbs up|word)\b",
 )
 
 _APPROVAL_FRAMES: tuple[tuple[str, ...], ...] = (
@@ -336,6 +361,8 @@ _OFFER = _rx(
     r"^(if you (would like|like|want|need)|if (that|it) (helps|is useful|is helpful|works)),"
     r" i (can|could)\b",
     r"\bif you (would like|like|want), i can\b",
+    r"^if (so|not|you are|you do|none|that|it|there)\b[^,]*,? i (can|could)\b",
+    r"\b(would|do) you (like|want) (our|my|to (hear|see|try|take a look)\b)",
     r"\bhappy to [a-z]+ .*\bif you\b",
     r"\bdo you want (a|an) (copy|confirmation|reminder|email|text|receipt)\b",
     r"\bwould it help (if|for) (i|me|us|we)\b",
@@ -346,6 +373,7 @@ _OFFER = _rx(
 """An offer: the agent proposes to do something (the caller decides)."""
 _AGENT_ACTS = _rx(
     r"\b(me|us) to\b", r"\b(shall|should|can|could|may) (i|we)\b", r"^i (can|could)\b",
+    r"\b(and|so|but) i (can|could) (also )?\b",
     r"\bif (i|we)\b",
 )
 """The agent would do it: "want me to", "shall I", "I could also …", "would it help if I"."""
@@ -366,7 +394,9 @@ _GENERIC_PROCEED = _rx(
     r"\bmak(e|ing) (it|this|that|everything|the \w+|your \w+)( \w+)? official\b",
     r"\block(ing)? (it|this|that|everything|them|these)( all)? in\b",
     r"\block(ing)? in (the|your|this|these|that)\b",
-    r"\bput(ting)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? (through|in)\b",
+    r"\b(put|push)(ting|ing|es)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? "
+    r"(through|in)\b",
+    r"\block(ing)? (that|this|the|your) (\w+ )?in\b",
     r"\bsend(ing)? (it|this|that|everything|the \w+|your \w+) (in|off|over|through|along)\b",
     r"\b(give|get|have) (me |us )?(the |your )?(go ahead|green light|ok|okay|thumbs up)\b",
     r"\bsay the word\b",
@@ -380,6 +410,7 @@ _ASKS_PERMISSION = _rx(
     r"\b(is|would) (that|this|it) (be )?(all right|ok|fine|good|alright)( with you| by you| for "
     r"you)?$",
     r"^(that|is that) (all right|ok|fine|good)( with you| by you)?$",
+    r"^(ok|all right|fine|good) (with|by|for) you$",
     r"\b(am|are) (i|we) (good|ok|clear|all right|fine|set) to\b",
     r"\b(are )?you (happy|ok|fine|good|comfortable|all right) (for|with) (me|us) to\b",
     r"\b(ok|all right|fine) (if|for) (i|me|us|we)\b",
@@ -418,7 +449,64 @@ _SMALL_TALK = _rx(
     r"\b(busy|long|good|rough|hectic) (day|week|morning|afternoon)\b",
     r"\bhope (you are|your|you have|things|it is|it has|the)\b",
     r"\bweather\b",
+    r"\bhow (fun|exciting|lovely|nice|wonderful|exciting)\b",
+    r"\b(congratulations|congrats)\b",
+    r"^(oh |ah )?(no worries |no rush )?,? ?sounds like (a|you|the|quite)\b",
+    r"\bmust be (chaos|busy|hectic|crazy|a lot|fun|nice|exciting)\b",
+    r"^(so |and )?how is [a-z ]{1,20} going\b",
 )
+_PRO_FORM = _rx(r"\b(do|go ahead with|proceed with|go ahead and do) (that|it|this)\b")
+"""Leave asked for what the previous sentence said: "Is it alright if I do that now?"."""
+_SUBORDINATE = re.compile(
+    r"(?:^|(?<=[,;]))\s*(?:and |so |but |just )?(?:before|once|after|when|until|while|ahead of|"
+    r"as soon as)\b[^,;?]*"
+    r"|\b(?:before|once|after|when|until|ahead of|as soon as)\b[^,;?]*[?.!]*\s*$"
+    r"|\bahead of \w+ing\b",
+    re.IGNORECASE)
+
+
+def _main_clauses(text: str) -> str:
+    """The text without its time clauses ("before I submit", "when I send it", "ahead of
+    booking"): what a gated verb in them says is not proposed."""
+    return _SUBORDINATE.sub(" ", text).strip()
+
+
+_ACK = _rx(r"\b(got it|noted|understood|perfect|thank you|thanks|okay|ok|great|i have (noted|"
+          r"got|updated|fixed|changed|ticked|corrected) (it|that|this))\b")
+_IT_IS = _rx(r"\b(it is|that is it|then)$")
+_ANNOUNCE_STEP = _rx(
+    r"^(let me|i will|i am going to|i am just going to|i will just|i will quickly|let us) "
+    r"(just |quickly )?(check|look|pull|see|find|search|run|grab|open|verify|calculate|price|"
+    r"work out|figure out)\b",
+)
+_ACK_WORDS = frozenset({
+    "got", "it", "noted", "understood", "perfect", "thank", "thanks", "you", "ok", "okay",
+    "great", "so", "then", "is", "that", "i", "have", "updated", "fixed", "changed", "ticked",
+    "box", "corrected", "no", "problem", "at", "all", "right", "sure", "the", "a", "and",
+})
+
+
+def _value_words(words: list[str]) -> list[str]:
+    """What an acknowledgement says besides the acknowledging ("Got it, vacation")."""
+    return [w for w in words if w not in _ACK_WORDS and w not in _FILLER_START]
+
+
+_RECAP_VERB = _rx(
+    r"\b(let me|let us|i will|i am going to|i will just|here is) (just |quickly )?"
+    r"(read|play|run|go|read out|recap|review)\b( \w+){0,4}? (back|through|over)\b",
+    r"^(reading|playing) (it|that|this|the \w+|everything|what i have)( \w+)? back\b",
+    r"^(recapping|summing up|to sum up|so to recap)\b",
+)
+_RECORD_WORDS = frozenset({"draft", "detail", "everything", "record", "form", "have", "got",
+                           "summary", "recap", "order", "ticket", "memo", "plan", "request"})
+_STATUS_NEWS = _rx(
+    r"\b(it|this|that|your \w+|the \w+) (is|has been|was) (now )?(in|routed|marked|logged|"
+    r"filed|through|done|complete|recorded|saved|on its way)\b",
+    r"\b(that is|that was) (everything|all) (i|we) need\b",
+    r"\b(will|is going to) (follow up|call|contact|reach out|get back|be in touch)\b",
+    r"\b(is|are) (confidential|private|recorded)\b",
+)
+"""Information in a greeting or closing turn: a status, what happens next, a policy."""
 _SUBORDINATORS = frozenset({"before", "once", "after", "when", "until", "while", "as", "if"})
 _NEGATION = frozenset({"nothing", "not", "never", "no", "nobody"})
 _DETERMINER_BEFORE_NOUN = frozenset({
@@ -431,7 +519,9 @@ _AGENT_MARKERS = frozenset({
 """Words before a gated verb that make the agent its doer ("shall I", "want me to")."""
 _TRAILING_QUESTION = re.compile(
     r",\s*(?:(?:and|so|now|then|okay|ok|great|perfect|thanks)\s*,?\s*)+"
-    r"(?=(?:what|which|who|when|where|how|could|can|would|will|do|did|does|is|are|was|were)\b)",
+    r"(?=(?:what|which|who|when|where|how|could|can|would|will|do|did|does|is|are|was|were|"
+    r"should|shall)\b)"
+    r"|,\s*or\s+(?=(?:is there|was there|do you have) anything else\b)",
     re.IGNORECASE,
 )
 """", and what ...?": a restatement followed by a new question in one sentence."""
@@ -458,7 +548,7 @@ _OBJECT_SKIP = frozenset({
     "it", "this", "that", "these", "those", "them", "the", "your", "my", "our", "a", "an",
     "everything", "over", "off", "through", "along", "up", "please", "you", "me", "us", "him",
     "her", "just", "all", "of", "whole", "entire", "final", "completed", "complete", "finished",
-    "officially", "formally", "actually", "out", "away", "back", "here", "there",
+    "officially", "formally", "actually", "out", "away", "back", "here", "there", "again",
 })
 _GENERIC_OBJECT = frozenset({
     "form", "request", "record", "detail", "info", "information", "paperwork",
@@ -539,13 +629,39 @@ def _distinctive(value: Any) -> bool:
     return not (re.fullmatch(r"[a-z]+", text) is not None)
 
 
+_SPOKEN_DIGIT = {"zero": "0", "oh": "0", "o": "0", "one": "1", "two": "2", "three": "3",
+                 "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9"}
+
+
+def _read_out_runs(text: str) -> list[str]:
+    """Identifiers read out a character at a time ("C four zero nine seven one" -> C40971):
+    runs of single letters, digits and digit words, joined."""
+    out: list[str] = []
+    run: list[str] = []
+    for w in re.findall(r"[A-Za-z]+|\d+", text.replace("'s", " is")):
+        low = w.lower()
+        piece = _SPOKEN_DIGIT.get(low) or (w if w.isdigit() or (len(w) == 1 and w.isupper())
+                                          else None)
+        if piece is None:
+            if len(run) >= 3:
+                out.append("".join(run))
+            run = []
+        else:
+            run.append(piece)
+    if len(run) >= 3:
+        out.append("".join(run))
+    return out
+
+
 def _near_identifier(value: Any, text: str) -> bool:
     """A token of ``text`` that is ``value`` (an identifier with digits) with one or two
     characters misheard or swapped: "VC-3381" for VC-3318, "P30852" for P30582."""
     target = canonical_identifier(value)
     if len(target) < 4 or not any(ch.isdigit() for ch in target):
         return False
-    for token in re.findall(r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", _words_to_digits_text(text)):
+    tokens = re.findall(r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", _words_to_digits_text(text))
+    tokens += _read_out_runs(text)
+    for token in tokens:
         cand = canonical_identifier(token)
         if abs(len(cand) - len(target)) <= 1 and Levenshtein.distance(cand, target) <= 2 and (
                 sum(ch.isdigit() for ch in cand) >= 2):
@@ -618,6 +734,52 @@ class _Rule:
     rule: AuthorizationRule
     verbs: frozenset[tuple[str, ...]]
     artifact_words: frozenset[str]
+
+
+_DIGIT_WORD = r"(?:zero|oh|o|one|two|three|four|five|six|seven|eight|nine)"
+_PHONE_RUN = re.compile(
+    rf"\b{_DIGIT_WORD}(?:(?:[\s,-]+|\.(?!\s)){_DIGIT_WORD}\b){{6,}}|\b\d{{3}}[\s.-]\d{{3}}[\s.-]\d{{4}}\b",
+    re.IGNORECASE)
+
+
+def _mask_phones(text: str) -> str:
+    """The text with phone numbers read digit by digit ("three one two, five five five, ...")
+    taken out, so that their digits do not read as other numbers."""
+    return _PHONE_RUN.sub(" ", text)
+
+
+_RAW_TEXT_GRADERS = frozenset({"normalized_phone", "exact", "casefold_exact"})
+"""Graders whose values are looked for in the text as said, phone numbers included."""
+
+
+def _said_as_value(words: list[str], option: list[str]) -> bool:
+    """An enum option said as words of the text, not as a noun after a possessive ("thanks
+    for your business" names no Business edition)."""
+    n = len(option)
+    return any(words[i:i + n] == option and (i == 0 or words[i - 1] not in {
+        "your", "my", "our", "their", "his", "her", "its"}) for i in range(len(words) - n + 1))
+
+
+def _days_apart(a: Any, b: Any) -> int:
+    """Days between two dates' days of the year (July 9 and July 19 of any years: 10)."""
+    d = abs(int(a.timetuple().tm_yday) - int(b.timetuple().tm_yday))
+    return min(d, 365 - d)
+
+
+def _small_number(value: Any) -> bool:
+    try:
+        return abs(float(value)) < 13
+    except (TypeError, ValueError):
+        return False
+
+
+def _noun_use(w: list[str], i: int) -> bool:
+    """The gated word at ``i`` is a noun: after a determiner ("your files"), or after a
+    determiner and one adjective ("the right file", "the final submission")."""
+    if i > 0 and w[i - 1] in _DETERMINER_BEFORE_NOUN:
+        return True
+    return i > 1 and w[i - 2] in _DETERMINER_BEFORE_NOUN and w[i - 1] not in _AGENT_MARKERS | {
+        "you", "they", "he", "she", "not", "also", "just", "now", "then", "quickly"}
 
 
 def _starts_with_seq(words: list[str], i: int, seqs: Iterable[tuple[str, ...]]) -> bool:
@@ -703,6 +865,10 @@ class SemanticActObserver:
             rules.append(_Rule(rule, frozenset(verbs), frozenset(art_words)))
         self._rules = rules
         self._artifact_words = frozenset().union(*(r.artifact_words for r in rules))
+        self._record_words = frozenset(
+            _stem(w) for a in task.artifacts
+            for w in _words(f"{a.title} {a.kind}".replace("_", " "))
+            if w not in _STOPWORDS and len(w) > 2)
         gated_tools = {r.tool for r in task.authorization}
         step = set(_STEP_VERBS)
         for tool in task.tools:
@@ -725,6 +891,21 @@ class SemanticActObserver:
                 if vals:
                     values.append(((artifact.id, f.name), f, vals))
         self._values = values
+        # In a recap every stated value counts, whoever it came from: a caller's fact (any
+        # version, the caller's own name included), or the task's value of a field the agent
+        # fills from a document or an instruction; an enum field by any of its options.
+        recap: list[tuple[FieldKey, FieldSpec, list[Any]]] = []
+        for artifact in task.artifacts:
+            for f in artifact.fields:
+                fact = task.user.fact(f.source.fact) if f.source.fact else None
+                vals = [v.value for v in fact.versions] if fact is not None else (
+                    [f.gold] if f.source.fact is None else [])
+                vals = [v for v in vals if v is not None and str(v).strip()]
+                if vals or (f.grader == "enum" and f.options):
+                    recap.append(((artifact.id, f.name), f, vals))
+        self._recap_values = recap
+        self._instructed = frozenset((a.id, f.name) for a in task.artifacts for f in a.fields
+                                     if f.source.instruction)
         by_first: dict[str, list[tuple[str, ...]]] = {}
         for seq in gated:
             by_first.setdefault(seq[0], []).append(seq)
@@ -766,7 +947,8 @@ class SemanticActObserver:
             # An introduction or a send-off around the greeting or closing is part of it;
             # news ("It's been submitted") stays information.
             acts = [a for a in acts if not (
-                a.act == "inform" and not _NEWS.search(a.text) and not self.fields_in(a.text))]
+                a.act == "inform" and not _NEWS.search(a.text) and not self.fields_in(a.text)
+                and not _STATUS_NEWS.search(" ".join(_words(a.text))))]
         for k in range(1, len(acts)):
             if (acts[k].act == "request_approval" and acts[k - 1].act == "inform"
                     and (self._has_gated(_words(acts[k - 1].text))
@@ -779,22 +961,78 @@ class SemanticActObserver:
         if len(restated) >= 2 and not any(a.act == "summarize" for a in acts):
             first = next(i for i, a in enumerate(acts) if a.act in ("read_back", "confirm"))
             acts.insert(first, Act(act="summarize", text=acts[first].text))
-        return acts
+        first_summary = next((i for i, a in enumerate(acts) if a.act == "summarize"), None)
+        return [a for i, a in enumerate(acts)
+                if a.act != "summarize" or i == first_summary]  # one recap per turn
+
+    @staticmethod
+    def _recap_part(text: str) -> str | None:
+        """The list a recap sentence reads out: what follows its colon ("Here's the draft:
+        Daniel Osei, contractor badge, ..."), or the whole sentence when it is a list of four
+        or more comma-separated items."""
+        head, colon, tail = text.partition(":")
+        if colon and tail.count(",") >= 1 and len(_words(head)) <= 10:
+            return tail
+        if text.count(",") >= 3 and not text.rstrip().endswith("?"):
+            return text
+        return None
+
+    def _announces_recap(self, c: _Clause) -> bool:
+        """"Let me read the draft back." / "Let me run through the ticket." / "Let me go over
+        the booking.": reading back the record (its own words, or the draft / what I have)."""
+        m = _RECAP_VERB.search(c.joined)
+        if m is None:
+            return False
+        rest = c.joined[m.start():].split()
+        return "back" in rest or bool({_stem(w) for w in rest} & (
+            self._artifact_words | self._record_words | _RECORD_WORDS))
+
+    def _recap_list(self, text: str) -> bool:
+        """A sentence that reads a list of the record's values: a colon-introduced or long
+        comma list stating two or more fields (named or by value)."""
+        listed = self._recap_part(text)
+        if listed is None:
+            return False
+        head = _words(text.partition(":")[0]) if ":" in text else []
+        if set(_words(listed)) & _WH or (head and (_REQUEST.search(" ".join(head)) or set(
+                head) & {"tell", "need", "give", "ask", "questions", "things"})):
+            return False  # "Tell me about it: what it did, its peak traffic, ...": a request
+        found = self._recap_fields(listed)
+        if not self._recap_fields(listed, named=False):
+            return False  # a recap says values, not only field names
+        if ":" in text:
+            return len(found) >= 2
+        items = [i for i in re.split(r",|;|\band\b", listed) if _words(i)]
+        return len(found) >= 3 and len(found) * 2 >= len(items)
 
     def _after_announcement(self, acts: list[Act]) -> list[Act]:
         """"Let me read back what I have. Work order WO-55102, pump house two, …": the
         sentence after an announced recap restates values even without a lead-in."""
         out: list[Act] = []
-        announced = False
+        announced: str | None = None
+        done: set[str] = set()
         for act in acts:
-            if announced and act.act == "inform":
-                restated = self.fields_in(act.text)
-                if restated:
-                    out += self._field_acts("read_back", restated, act.text)
+            if announced is not None and act.text != announced and act.act in (
+                    "inform", "read_back") and all(a.act in ("inform", "read_back")
+                                                    for a in acts if a.text == act.text):
+                if act.text in done:
                     continue
+                done.add(act.text)
+                restated = [(a.artifact, a.field) for a in acts
+                            if a.text == act.text and a.act == "read_back" and a.field
+                            and a.artifact]
+                restated += [k for k in self._recap_fields(act.text) if k not in restated]
+                if restated:
+                    out += [a for a in self._field_acts("read_back", restated, act.text)]
+                    continue
+                if act.text.count(",") >= 2:
+                    continue  # the recap's list itself, nothing else
             out.append(act)
-            announced = act.act == "summarize" and not any(
-                a.act in ("read_back", "confirm") and a.text == act.text for a in acts)
+            if act.act == "summarize" and not any(
+                    a.act in ("read_back", "confirm") and a.text == act.text for a in acts):
+                announced = act.text
+            elif act.text != announced:
+                announced = None
         return out
 
     def fields_in(self, text: str) -> list[FieldKey]:
@@ -820,10 +1058,22 @@ class SemanticActObserver:
 
     # ------------------------------------------------------------------ sentence level
 
+    def _desk_intro(self, head: str, sentence: str) -> bool:
+        """"Halden IT service desk, Priya here": a desk's name, not a phrase about the task
+        ("In a line or two, ...", "The Aurora distribution center, got it.", "And the team,
+        that was five engineers, yes?")."""
+        words = _words(head)
+        if not words or not _DESK_INTRO.match(" ".join(words)) or set(words) & _NOT_INTRO:
+            return False
+        if words[0] in _STOPWORDS | {"so", "that", "this", "a", "standard"}:
+            return False
+        sent = " ".join(_words(sentence))
+        return not (_ACK.search(sent) or _CONFIRM_TAG.search(sentence)
+                    or self._fields(_Clause.of(head, words, False, [])))
+
     def _sentence(self, sentence: str, previous: list[str]) -> list[Act]:
         head, comma, tail = sentence.partition(",")
-        if comma and not previous and _words(tail) and _DESK_INTRO.match(
-                " ".join(_words(head))) and not set(_words(head)) & _NOT_INTRO:
+        if comma and not previous and _words(tail) and self._desk_intro(head, sentence):
             # "Halden IT service desk, Priya here, what's going on?"
             return [Act(act="greet", text=sentence), *[
                 a for a in self._sentence(tail.strip(), _words(head)) if a.act != "greet"]]
@@ -861,7 +1111,9 @@ class SemanticActObserver:
 
     def _classify(self, c: _Clause) -> list[Act]:
         question = c.question or self._question_form(c) or bool(_LATE_QUESTION.search(c.text))
-        summary = [Act(act="summarize", text=c.text)] if _SUMMARIZE.search(c.joined) else []
+        summary = [Act(act="summarize", text=c.text)] if (
+            _SUMMARIZE.search(c.joined) or self._recap_list(c.text)
+            or self._announces_recap(c)) else []
 
         if _CLOSE_QUESTION.search(c.joined):
             return [*summary, Act(act="close", text=c.text)]
@@ -870,7 +1122,8 @@ class SemanticActObserver:
         if proposal:
             rule = self._bind(c) or (
                 self._bind(_Clause.of(c.text, c.previous, False, []))
-                if c.previous and self._bare_permission(c) else None
+                if c.previous and (self._bare_permission(c) or _PRO_FORM.search(c.joined))
+                else None
             )
             if rule is not None:
                 return [*summary, Act(
@@ -885,6 +1138,7 @@ class SemanticActObserver:
         stated = self._valued_fields(c.text)
         if proposal or (
             _OFFER.search(c.joined) and not _OFFER_NOT.search(c.joined)
+            and not _GREET.search(c.joined)  # "What can I do for you?"
             and not stated and not self._readback_fields(c, fields)
             # "Do you want the firm to send a letter?" asks the caller's choice of a field
             and not (fields and not _AGENT_ACTS.search(c.joined))
@@ -896,23 +1150,44 @@ class SemanticActObserver:
 
         if len(fields) == 1 and fields[0] in stated:
             stated = fields  # one field named with its value: it owns the value
+        if question and not fields and not stated and not any(w in _WH for w in c.words) and (
+                _CONFIRM_TAG.search(c.text) or _YOU_SAID.search(c.joined)
+                or c.words[c.lead()] not in _AUX | {"can", "could", "would", "will", "may"}):
+            near = self._near_value_field(c.text)
+            if near:  # "Seven two zero, five five five, zero one four six?"
+                return [*summary, *self._field_acts("confirm", near, c.text)]
         valued = [k for k in stated if k not in fields]
         if question and valued and self._restates(c, fields + valued):
             return [*summary, *self._field_acts("confirm", fields + valued, c.text)]
-        if self._is_confirm(c, fields):
-            # a summary's closing "is that all correct?" confirms the whole summary
-            return [*summary, *self._field_acts("confirm", [] if summary else fields, c.text)]
+        if fields and not stated and not summary and (
+                _CONFIRM_REQUEST.search(c.joined) or (
+                    question and _WH_QUESTION.search(c.joined) and _CONFIRM.search(c.joined))
+        ) and not self._readback_fields(c, fields):
+            # "Can you confirm your employee ID?": the caller must say the value, an ask
+            return self._field_acts("ask", fields, c.text)
+        if self._is_confirm(c, fields) or (question and _EITHER_VALUE.search(c.joined)
+                                           and not fields and self._near_value_field(c.text)):
+            # a summary's closing "is that all correct?" confirms the whole summary; a value
+            # asked back with no field named is about the field with the nearest value
+            # ("Can you confirm it's E four four one seven?", "Was that four sites or five?")
+            named = [] if summary else fields
+            if not named and not summary and not any(w in _WH for w in c.words) and (
+                    not c.previous or _words(c.text) != c.previous):
+                named = self._near_value_field(c.text)
+            return [*summary, *self._field_acts("confirm", named, c.text)]
 
         if summary:
             restated = self._readback_fields(c, fields)
             restated += [k for k in stated if k not in restated]
+            listed = self._recap_part(c.text)
+            if listed is not None:
+                restated += [k for k in self._recap_fields(listed) if k not in restated]
             return [*summary, *(self._field_acts("read_back", restated, c.text)
                                 if restated else [])]
 
         if _GREET.search(c.led) or _GREET.search(c.joined) or _SMALL_TALK.search(c.joined) or (
             not question and (_GREET_STATEMENT.search(c.joined) or (
-                not c.previous and _DESK_INTRO.match(c.joined)
-                and not set(c.words) & _NOT_INTRO))
+                not c.previous and self._desk_intro(c.text, c.text)))
         ):
             return [Act(act="greet", text=c.text)]
 
@@ -922,8 +1197,17 @@ class SemanticActObserver:
             if question:
                 return [Act(act="ask", text=c.text)]
 
+        if _ANNOUNCE_STEP.search(c.led):
+            return [Act(act="inform", text=c.text)]  # "Let me check the routing guide ..."
         readback = self._readback_fields(c, fields)
         readback += [k for k in stated if k not in readback]
+        if not readback and not question and (_READBACK_LEAD.search(c.joined) or _ACK.search(
+                c.joined) or _IT_IS.search(c.joined) or _SO_LEAD.match(c.joined)):
+            # "I've set the decision to go." / "Got it, vacation." / "May thirty-first it is."
+            readback = [k for k in self._recap_fields(c.text, named=False)
+                        if k not in self._instructed or k in fields]  # "It's booked": news
+            if not readback and len(_value_words(c.words)) <= 6:
+                readback = self._near_value_field(c.text)
         if readback:
             return self._field_acts("read_back", readback, c.text)
         return [Act(act="inform", text=c.text)]
@@ -937,8 +1221,18 @@ class SemanticActObserver:
         """The sentence asks leave to carry out a gated verb or to go ahead. A subordinate
         clause does not count: "Before I submit it, what's your phone number?" asks a field."""
         if c.words and c.words[0] in _SUBORDINATORS and "," in c.text:
-            main = c.text.split(",", 1)[1]
-            c = _Clause.of(main, _words(main), question, c.previous)
+            head, main = c.text.split(",", 1)
+            main_words = _words(main)
+            # "If that's all correct I can submit it now, is that alright?": the tag asks
+            # leave for what the head says
+            previous = _words(head) if (" ".join(main_words) in _BARE_PERMISSION or bool(
+                _ASKS_PERMISSION.fullmatch(" ".join(main_words)))) else c.previous
+            c = _Clause.of(main, main_words, question, previous)
+        main_only = _main_clauses(c.text)
+        if main_only != c.text and self._has_gated(c.words) and not self._has_gated(
+                _words(main_only)) and not (_APPROVAL_EXPLICIT_Q.search(c.joined)
+                                            or _APPROVAL_EXPLICIT_S.search(c.joined)):
+            return False  # "..., so I've got them on the proposal when I send it"
         if c.words and any(x in _NEGATION for x in c.words[:3]) and not question:
             return False  # "Nothing gets submitted until you say so."
         lead = c.words[c.lead()] if c.words else ""
@@ -983,11 +1277,12 @@ class SemanticActObserver:
             return None
         w = c.words
         stems = set(c.stems)
-        foreign_anywhere = bool(stems & (_FOREIGN_OBJECT - {"note", "call", "card"}))
+        foreign_anywhere = bool(stems & (_FOREIGN_OBJECT - {"note", "call", "card"}
+                                         - self._artifact_words))
         for i, x in enumerate(w):
             seqs = [q for q in self._gated.get(x, ()) if tuple(w[i:i + len(q)]) == q]
-            if not seqs or (i > 0 and w[i - 1] in _DETERMINER_BEFORE_NOUN):
-                continue  # "for your files": a noun
+            if not seqs or _noun_use(w, i):
+                continue  # "for your files", "the right file": a noun
             if not self._agent_does(w, i):
                 continue  # "did the other insurer send over ...": someone else's act
             end = i + max(len(q) for q in seqs)
@@ -1020,7 +1315,7 @@ class SemanticActObserver:
         named = [r for r in rules if r.artifact_words & obj]
         if named and not obj & {"another"}:
             return named[0].rule
-        if obj & _FOREIGN_OBJECT:
+        if obj & (_FOREIGN_OBJECT - self._artifact_words):
             return None
         if obj - _GENERIC_OBJECT:
             return None  # another thing: "enroll you in the wellness program"
@@ -1028,13 +1323,102 @@ class SemanticActObserver:
 
     # ------------------------------------------------------------------ values
 
-    def _valued_fields(self, text: str) -> list[FieldKey]:
-        """Fields whose caller value (any version) the text states."""
-        out: list[FieldKey] = []
-        for key, spec, vals in self._values:
+    def _recap_fields(self, text: str, *, named: bool = True) -> list[FieldKey]:
+        """The fields a recap's list states: named (lexicon, unless ``named`` is false) or given
+        a value of the task's (:attr:`_recap_values`; an enum field by any of its options, as
+        whole words)."""
+        words = _words(text)
+        out = self._fields(_Clause.of(text, words, False, [])) if named else []
+        masked = _mask_phones(text)
+        for key, spec, vals in self._recap_values:
+            if key in out:
+                continue
+            if spec.grader == "enum":
+                opts = [o for o in [*spec.options, *vals] if len("".join(_words(str(o)))) >= 3]
+                if any(_said_as_value(words, _words(str(o))) for o in opts):
+                    out.append(key)
+                continue
+            said = text if spec.grader in _RAW_TEXT_GRADERS else masked
             for v in vals:
                 try:
-                    found = value_in_text(spec.grader, v, text, tolerance=spec.tolerance,
+                    found = value_in_text(spec.grader, v, said, tolerance=spec.tolerance,
+                                          options=spec.options, reference=self._reference)
+                except ValueError:
+                    continue
+                if found == "match" or (found == "mismatch" and _near_identifier(v, text)):
+                    out.append(key)
+                    break
+        return out
+
+    def _near_value_field(self, text: str) -> list[FieldKey]:
+        """The one field a restatement asked as a question is about when it names no field
+        and states no caller value exactly: a value of the task's (:meth:`_recap_fields`), else
+        the field whose caller value is nearest to what is said (a misheard phone number, a
+        date a month off, a name one sound off: "Rachel King, did you say?")."""
+        exact = self._recap_fields(text, named=False)
+        if exact:
+            return exact[:1]
+        best: tuple[float, FieldKey] | None = None
+        digits = re.sub(r"\D", "", _words_to_digits_text(text))
+        masked = _mask_phones(text)  # a phone number's digits are no other number
+        dates = dates_in_text(masked, self._reference)
+        numbers = numbers_in_text(masked)
+        said = canonical_text(text)
+        for key, spec, vals in self._recap_values:
+            for v in vals:
+                score: float | None = None
+                if spec.grader == "normalized_phone":
+                    target = re.sub(r"\D", "", str(canonical_phone(v) or ""))[-10:]
+                    if target and len(digits) >= 7:
+                        score = Levenshtein.normalized_distance(digits[-10:], target)
+                elif spec.grader == "normalized_date":
+                    day = dates_in_text(str(v), self._reference)
+                    if day and dates:  # by day of the year: a year-less date is the same
+                        score = min(_days_apart(d, day[0]) for d in dates) / 400
+                elif spec.grader == "numeric_tolerance":
+                    try:
+                        target_n = float(v)
+                    except (TypeError, ValueError):
+                        continue
+                    if numbers and target_n:  # "one eighty-five" for 185,000 too
+                        score = min(abs(m - target_n) / abs(target_n)
+                                    for n in numbers for m in (n, n * 1000))
+                elif spec.grader in ("exact", "casefold_exact") and re.search(r"\d", str(v)):
+                    if _near_identifier(v, text):  # "C four zero nine seven one" for C40917
+                        score = 0.1
+                elif isinstance(v, str | list) and not re.search(r"\d", str(v)):
+                    items = v if isinstance(v, list) else [v]
+                    target_t = " ".join(w for w in canonical_text(" ".join(map(str, items)))
+                                        .split() if w != "and")
+                    toks = [w for w in said.split() if w != "and"]
+                    n = len(target_t.split())
+                    if n and len(target_t) >= 5:
+                        windows = [" ".join(toks[i:i + n]) for i in range(len(toks) - n + 1)]
+                        if windows:
+                            score = min(Levenshtein.normalized_distance(w, target_t)
+                                        for w in windows) * 1.5
+                if score is not None and score < 0.5 and (best is None or score < best[0]):
+                    best = (score, key)
+        return [best[1]] if best else []
+
+    def _valued_fields(self, text: str) -> list[FieldKey]:
+        """Fields whose caller value (any version) the text states. A phone number's digits
+        state no other number."""
+        out: list[FieldKey] = []
+        masked = _mask_phones(text)
+        named: list[FieldKey] | None = None
+        for key, spec, vals in self._values:
+            said = text if spec.grader in _RAW_TEXT_GRADERS else masked
+            if spec.grader == "numeric_tolerance" and all(_small_number(v) for v in vals):
+                # "two twenty-five a month" says no dependent count: a small number restates
+                # a field only with the field named
+                if named is None:
+                    named = self._fields(_Clause.of(text, _words(text), False, []))
+                if key not in named:
+                    continue
+            for v in vals:
+                try:
+                    found = value_in_text(spec.grader, v, said, tolerance=spec.tolerance,
                                           options=spec.options, reference=self._reference)
                 except ValueError:
                     continue
@@ -1113,7 +1497,8 @@ class SemanticActObserver:
         return c.joined in _BARE_PERMISSION and self._has_gated(c.previous)
 
     def _has_gated(self, w: list[str]) -> bool:
-        return any(_starts_with_seq(w, i, self._gated.get(x, ())) for i, x in enumerate(w))
+        return any(_starts_with_seq(w, i, self._gated.get(x, ())) and not _noun_use(w, i)
+                   for i, x in enumerate(w))
 
     def _gated_after(self, w: list[str], j: int) -> int:
         """Where a gated verb (or a bare "go ahead"/"proceed") right after an approval frame

@@ -154,7 +154,9 @@ CASES: list[tuple[str, list[tuple[str, str | None]]]] = [
     ("Did I get that correctly?", [("confirm", None)]),
     ("Just to confirm, that's July ninth?", [("confirm", None)]),
     ("Just to confirm, your date of birth is July ninth?", [("confirm", "date_of_birth")]),
-    ("Can you confirm your employee ID?", [("confirm", "employee_id")]),
+    # docs/observer_corpus.md rule 4: with no value said, the caller must say it: an ask
+    ("Can you confirm your employee ID?", [("ask", "employee_id")]),
+    ("Can you confirm your employee ID is E4471?", [("confirm", "employee_id")]),
     ("Your beneficiary is Jamie Reyes, correct?", [("confirm", "beneficiary")]),
     ("So your beneficiary is Jamie Reyes?", [("confirm", "beneficiary")]),
     ("Does that sound right?", [("confirm", None)]),
@@ -333,3 +335,52 @@ def test_task_without_rules_has_only_offers() -> None:
     (act,) = obs.observe("Shall I submit the enrollment?")
     assert (act.act, act.action) == ("offer", None)
     assert _summary(obs.observe("Should I file it?")) == [("offer", None)]
+
+
+# --------------------------------------------------------------------------- approval shapes
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I just need a clear yes from you before I submit the enrollment.",
+     [("request_approval", "commit:enr_1")]),
+    ("If that's all correct I can submit it now, is that alright?",
+     [("request_approval", "commit:enr_1")]),
+    ("Could I get your date of birth, so I have it on the form when I submit it?",
+     [("ask", "date_of_birth")]),
+    ("Shall I submit it again?", [("request_approval", "commit:enr_1")]),
+])
+def test_approval_shapes(observer: SemanticActObserver, text: str,
+                         expected: list[tuple[str, str | None]]) -> None:
+    assert _summary(observer.observe(text)) == expected
+
+
+# --------------------------------------------------------------------------- values of a real task
+
+
+@pytest.fixture(scope="module")
+def enrollment() -> SemanticActObserver:
+    from pathlib import Path
+
+    from runtime.spec import load_tasks
+
+    return SemanticActObserver(next(t for t in load_tasks([Path("tasks")])
+                                    if t.id == "apexv1_001"))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a colon-introduced recap restates every field it lists (an enum by its option)
+    ("Here's what I have: HDHP medical, Standard dental, Vision Basic.",
+     [("summarize", None), ("read_back", "medical_plan"), ("read_back", "dental_plan"),
+      ("read_back", "vision_plan")]),
+    # a misheard value asked back binds to the field with the nearest caller value
+    ("Dr. Alvarado, did you say?", [("confirm", "pcp")]),
+    ("July nineteenth, nineteen eighty-eight, is that right?", [("confirm", "date_of_birth")]),
+    # an acknowledged value is a read-back
+    ("Got it, Vision Basic.", [("read_back", "vision_plan")]),
+    # a time clause's gated verb proposes nothing
+    ("What's your date of birth, so I have it when I submit the enrollment?",
+     [("ask", "date_of_birth")]),
+])
+def test_values_of_a_real_task(enrollment: SemanticActObserver, text: str,
+                               expected: list[tuple[str, str | None]]) -> None:
+    assert _summary(enrollment.observe(text)) == expected

@@ -56,8 +56,8 @@ def test_labels_name_real_fields_and_actions(tasks: dict[str, TaskSpec], tmp_pat
 
 def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]) -> None:
     """A regression floor on the development split, a little under what bench_observer printed
-    when its last files (writers dev-4 and dev-5, ``*.d4.yaml``/``*.d5.yaml``) were added:
-    macro F1 0.852, approval P 0.984, R 0.927."""
+    for the rules of 2026-12-02 (tuned on writers other than dev-5): macro F1 0.898, approval
+    P 1.000, R 0.984, ask(field) F1 0.851, restate(field) F1 0.849."""
     observers = {t: SemanticActObserver(task) for t, task in tasks.items()}
 
     def observe(task: TaskSpec, text: str) -> list[PredictedAct]:
@@ -65,9 +65,11 @@ def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]
                 for a in observers[task.id].observe(text)]
 
     result = score(load_split("dev", tasks), observe)
-    assert result.macro_f1 >= 0.84
-    assert (result.approval.precision or 0) >= 0.97
-    assert (result.approval.recall or 0) >= 0.91
+    assert result.macro_f1 >= 0.89
+    assert (result.approval.precision or 0) >= 0.99
+    assert (result.approval.recall or 0) >= 0.97
+    assert (result.ask_field.f1 or 0) >= 0.84
+    assert (result.restate_field.f1 or 0) >= 0.84
 
 
 def test_blind_annotations_cover_the_held_out_split(tasks: dict[str, TaskSpec]) -> None:
