@@ -18,6 +18,7 @@ greeting ("Hi Jamie, what's your ...?") yields ``greet`` before the rest of the 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import threading
@@ -158,11 +159,18 @@ _CONTRACTIONS: list[tuple[re.Pattern[str], str]] = [
 def _words(text: str) -> list[str]:
     """Lower-cased word tokens with contractions expanded, possessives dropped and dotted
     acronyms joined ("D.O.B." -> "dob")."""
+    return list(_word_tuple(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_tuple(text: str) -> tuple[str, ...]:
+    """:func:`_words`, kept for the most recent texts (the rules tokenize a clause several
+    times)."""
     t = text.lower().replace("’", "'").replace("‘", "'").replace("`", "'")
     t = re.sub(r"\b(?:[a-z]\.){2,}|\b(?:[a-z]\.)+[a-z]\b", lambda m: m.group(0).replace(".", ""), t)
     for pattern, repl in _CONTRACTIONS:
         t = pattern.sub(repl, t)
-    return re.sub(r"[^a-z0-9]+", " ", t).split()
+    return tuple(re.sub(r"[^a-z0-9]+", " ", t).split())
 
 
 _stem = stem
