@@ -74,7 +74,7 @@ from runtime.agents.baseline_policy import (
 from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm
 from runtime.bank import EspeakEngine, SpeechCache, TTSEngine, TTSError
 from runtime.spec import TaskSpec
-from runtime.speech.asr import ASR, ASRError, shared_asr
+from runtime.speech.asr import ASR, ASRError, single_thread_asr
 from runtime.speech.vad import VAD, SileroVAD, VADError
 
 PAUSE_MS = 300
@@ -221,7 +221,7 @@ class BaselineAgent:
         self._realtime = config.clock == "realtime"
         try:
             if self._asr is None:
-                self._asr = await asyncio.to_thread(shared_asr)
+                self._asr = await asyncio.to_thread(single_thread_asr)
             self._vad = self._vad_factory()
             self._policy = self._policy_factory(config)
         except (ASRError, VADError, TTSError, BaselineConfigError) as exc:

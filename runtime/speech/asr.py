@@ -171,6 +171,24 @@ def shared_asr() -> WhisperASR:
         return _shared
 
 
+_single: WhisperASR | None = None
+
+
+def single_thread_asr() -> WhisperASR:
+    """A process-wide recognizer on one CPU thread (the cascaded baseline's). With another
+    job on the CPU, CTranslate2's two threads wait on each other: a bank utterance took
+    0.45 s on one thread and 0.5 s on two beside a busy process, and 1.0-1.5 s against
+    0.6-0.8 s inside a realtime baseline run; alone, two threads are faster (0.38 s against
+    0.5 s), which the baseline's 800 ms end-of-utterance wait hides. Same transcripts."""
+    global _single
+    with _shared_lock:
+        if _single is None:
+            asr = WhisperASR(threads=1)
+            asr.load()
+            _single = asr
+        return _single
+
+
 _lanes: dict[int, WhisperASR] = {}
 
 
