@@ -5,11 +5,14 @@
    model. The fake runs in a second thread with its own event loop, in lockstep with the
    adapter, and the CPU time of the adapter's thread alone is measured
    (``time.thread_time``). Target: under 1 ms of CPU per frame per session.
+   Anchor: the same run with the scripted oracle as the agent (no wire protocol), and the
+   ratio.
 2. **Concurrent realtime sessions.** N whole runs (orchestrator, frozen simulator, Workbench,
    trace) of apexv1_001 in ``realtime`` clock mode in this process, each against its own fake
    served from a second process (the "provider side" gets the other core). A frame *slips*
    when its tick starts more than one frame (40 ms) after its deadline. Target: at least 20
-   sessions with no slipped frame on 2 cores.
+   sessions with no slipped frame on 2 cores. Anchor: the same N runs with the scripted
+   oracle as the agent and no provider process, and the ratio of CPU per frame.
 
 Usage: .venv/bin/python bench/bench_adapters.py [--providers openai-realtime,grok,...]
            [--sessions 10,20,30] [--seconds 20]
@@ -36,12 +39,12 @@ from typing import Any
 # The fakes live in tests/ (not an installed package): make the repository importable.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchlib import load_line, load_now
+from benchlib import load_line, load_now, ratio_line
 
 from runtime.agents.base import AgentSessionConfig
 from runtime.audio import FRAME_MS
 from runtime.bank import BankPlayer
-from runtime.campaign import AgentFactory
+from runtime.campaign import AgentFactory, parse_agent_spec
 from runtime.orchestrator import MediaClock, Orchestrator
 from runtime.simulator import FrozenSimulator
 from runtime.spec import TaskSpec, find_task
@@ -161,6 +164,24 @@ async def cpu_per_frame(kind: str, task: TaskSpec) -> dict[str, float]:
         server.close()
 
 
+async def cpu_per_frame_scripted(task: TaskSpec) -> dict[str, float]:
+    """The anchor: the same run and measurement with the scripted oracle as the agent (the
+    same conversation with no wire protocol, no fake, no audio encoding)."""
+    timed = TimedAdapter(parse_agent_spec("scripted:oracle").make(task))
+    work = Path(tempfile.mkdtemp(prefix="apex-bench-adapters-"))
+    orch = Orchestrator(task, timed, FrozenSimulator(task, 0, BankPlayer(task)),
+                        work / "scripted", agent_spec="scripted:oracle", seed=0, clock="virtual")
+    result = await orch.run()
+    per_frame = sorted(timed.per_frame)
+    return {
+        "end": result.end_reason,
+        "frames": len(per_frame),
+        "mean_ms": 1000 * statistics.fmean(per_frame),
+        "p99_ms": 1000 * per_frame[int(0.99 * (len(per_frame) - 1))],
+        "max_ms": 1000 * per_frame[-1],
+    }
+
+
 # --------------------------------------------------------------------------- 2. concurrency
 
 
@@ -195,11 +216,16 @@ class SlipClock(MediaClock):
 async def concurrent_sessions(
     kind: str, sessions: int, seconds: int, stagger_s: float = 1.0,
 ) -> dict[str, float]:
+    """N realtime runs against ``kind``'s fakes, or (``kind == "scripted"``, the anchor) with
+    the scripted oracle as the agent and no provider side at all."""
     parent, child = mp.Pipe()
-    proc = mp.get_context("spawn").Process(target=serve_fakes, args=(kind, sessions, child),
-                                           daemon=True)
-    proc.start()
-    urls: list[str] = parent.recv()
+    proc = None
+    urls: list[str] = []
+    if kind != "scripted":
+        proc = mp.get_context("spawn").Process(target=serve_fakes, args=(kind, sessions, child),
+                                               daemon=True)
+        proc.start()
+        urls = parent.recv()
     task = find_task(TASK)
     limits = task.limits.model_copy(update={"max_duration_ms": seconds * 1000})
     task = task.model_copy(update={"limits": limits})
@@ -215,7 +241,8 @@ async def concurrent_sessions(
         # Spread the starts over ``stagger_s``: N runs started in the same millisecond tick in
         # phase and flush their traces in the same frame (see the note printed by main()).
         await asyncio.sleep(stagger_s * i / sessions)
-        factory = AgentFactory(kind, lambda _t: adapter_for(kind, urls[i]))
+        factory = (parse_agent_spec("scripted:oracle") if kind == "scripted"
+                   else AgentFactory(kind, lambda _t: adapter_for(kind, urls[i])))
         orch = Orchestrator(task, factory.make(task), FrozenSimulator(task, 0, bank),
                             work / f"s{i}", agent_spec=kind, seed=0, clock="realtime")
         clock = SlipClock()
@@ -226,8 +253,9 @@ async def concurrent_sessions(
     cpu0, wall0 = time.process_time(), time.monotonic()
     await asyncio.gather(*(one(i) for i in range(sessions)))
     cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
-    parent.send("stop")
-    proc.join(timeout=10)
+    if proc is not None:
+        parent.send("stop")
+        proc.join(timeout=10)
     late = sorted(x for c in clocks for x in c.lateness_ms)
     return {
         "frames": len(late),
@@ -254,19 +282,30 @@ def main() -> None:
     load = load_now()
     print(f"== adapter CPU per 40 ms frame ({TASK} conversation, fake in another thread, "
           "lockstep; target < 1 ms)")
+    anchor = asyncio.run(cpu_per_frame_scripted(task))
+    print(f"{'anchor: scripted':16s} ({anchor['end']}) frames {anchor['frames']:5.0f}  mean "
+          f"{anchor['mean_ms']:.3f} ms  p99 {anchor['p99_ms']:.3f} ms  max "
+          f"{anchor['max_ms']:.2f} ms  (the same conversation, no wire protocol)")
     for kind in args.providers.split(","):
         r = asyncio.run(cpu_per_frame(kind, task))
         print(f"{kind:16s} ({r['end']}) frames {r['frames']:5.0f}  mean {r['mean_ms']:.3f} ms  "
-              f"p99 {r['p99_ms']:.3f} ms  max {r['max_ms']:.2f} ms")
+              f"p99 {r['p99_ms']:.3f} ms  max {r['max_ms']:.2f} ms  "
+              + ratio_line("mean", "scripted", r["mean_ms"], anchor["mean_ms"]))
     kind = args.concurrency_provider
     print(f"\n== concurrent realtime sessions ({kind}, {args.seconds} s of media each, fakes "
           "in a second process; a slip = a tick > 40 ms late; target >= 20 with 0 slips)")
     for n in (int(x) for x in args.sessions.split(",")):
-        r = asyncio.run(concurrent_sessions(kind, n, args.seconds, args.stagger))
-        print(f"{n:3d} sessions  frames {r['frames']:6.0f}  slipped {r['slipped']:4.0f}  "
-              f"lateness p50 {r['p50_ms']:.1f} ms  p99 {r['p99_ms']:.1f} ms  "
-              f"max {r['max_ms']:.1f} ms  CPU/frame {r['cpu_per_frame_ms']:.2f} ms  "
-              f"wall {r['wall_s']:.1f} s")
+        runs = {k: asyncio.run(concurrent_sessions(k, n, args.seconds, args.stagger))
+                for k in ("scripted", kind)}
+        for k, r in runs.items():
+            label = "anchor, scripted" if k == "scripted" else k
+            print(f"{n:3d} sessions {label:16s} frames {r['frames']:6.0f}  slipped "
+                  f"{r['slipped']:4.0f}  lateness p50 {r['p50_ms']:.1f} ms  p99 "
+                  f"{r['p99_ms']:.1f} ms  max {r['max_ms']:.1f} ms  CPU/frame "
+                  f"{r['cpu_per_frame_ms']:.2f} ms  wall {r['wall_s']:.1f} s")
+        print("             " + ratio_line("CPU per frame", "scripted",
+                                           runs[kind]["cpu_per_frame_ms"],
+                                           runs["scripted"]["cpu_per_frame_ms"]))
     print(load_line(load))
 
 
