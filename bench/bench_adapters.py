@@ -141,36 +141,13 @@ class TimedAdapter:
         await self.inner.close()
 
 
-async def cpu_per_frame(kind: str, task: TaskSpec) -> dict[str, float]:
-    """A whole virtual-clock run of the task; CPU spent inside the adapter per frame."""
-    server = FakeThread(kind)
-    try:
-        adapter = adapter_for(kind, server.fake.url)
-        adapter.attach_lockstep(server.lockstep())
-        timed = TimedAdapter(adapter)
-        work = Path(tempfile.mkdtemp(prefix="apex-bench-adapters-"))
-        orch = Orchestrator(task, timed, FrozenSimulator(task, 0, BankPlayer(task)),
-                            work / kind, agent_spec=kind, seed=0, clock="virtual")
-        result = await orch.run()
-        per_frame = sorted(timed.per_frame)
-        return {
-            "end": result.end_reason,
-            "frames": len(per_frame),
-            "mean_ms": 1000 * statistics.fmean(per_frame),
-            "p99_ms": 1000 * per_frame[int(0.99 * (len(per_frame) - 1))],
-            "max_ms": 1000 * per_frame[-1],
-        }
-    finally:
-        server.close()
-
-
-async def cpu_per_frame_scripted(task: TaskSpec) -> dict[str, float]:
-    """The anchor: the same run and measurement with the scripted oracle as the agent (the
-    same conversation with no wire protocol, no fake, no audio encoding)."""
-    timed = TimedAdapter(parse_agent_spec("scripted:oracle").make(task))
+async def _timed_run(task: TaskSpec, agent: Any, name: str) -> dict[str, float]:
+    """A whole virtual-clock run of the task; CPU spent inside ``agent`` per frame."""
+    timed = TimedAdapter(agent)
     work = Path(tempfile.mkdtemp(prefix="apex-bench-adapters-"))
     orch = Orchestrator(task, timed, FrozenSimulator(task, 0, BankPlayer(task)),
-                        work / "scripted", agent_spec="scripted:oracle", seed=0, clock="virtual")
+                        work / name.replace(":", "-"), agent_spec=name, seed=0,
+                        clock="virtual")
     result = await orch.run()
     per_frame = sorted(timed.per_frame)
     return {
@@ -180,6 +157,24 @@ async def cpu_per_frame_scripted(task: TaskSpec) -> dict[str, float]:
         "p99_ms": 1000 * per_frame[int(0.99 * (len(per_frame) - 1))],
         "max_ms": 1000 * per_frame[-1],
     }
+
+
+async def cpu_per_frame(kind: str, task: TaskSpec) -> dict[str, float]:
+    """The adapter against its fake, in lockstep."""
+    server = FakeThread(kind)
+    try:
+        adapter = adapter_for(kind, server.fake.url)
+        adapter.attach_lockstep(server.lockstep())
+        return await _timed_run(task, adapter, kind)
+    finally:
+        server.close()
+
+
+async def cpu_per_frame_scripted(task: TaskSpec) -> dict[str, float]:
+    """The anchor: the same run and measurement with the scripted oracle as the agent (the
+    same conversation with no wire protocol, no fake, no audio encoding)."""
+    return await _timed_run(task, parse_agent_spec("scripted:oracle").make(task),
+                            "scripted:oracle")
 
 
 # --------------------------------------------------------------------------- 2. concurrency

@@ -1347,15 +1347,8 @@ class SemanticActObserver:
                     out.append(key)
                 continue
             said = text if spec.grader in _RAW_TEXT_GRADERS else masked
-            for v in vals:
-                try:
-                    found = value_in_text(spec.grader, v, said, tolerance=spec.tolerance,
-                                          options=spec.options, reference=self._reference)
-                except ValueError:
-                    continue
-                if found == "match" or (found == "mismatch" and _near_identifier(v, text)):
-                    out.append(key)
-                    break
+            if self._states_value(spec, vals, said, text):
+                out.append(key)
         return out
 
     def _near_value_field(self, text: str) -> list[FieldKey]:
@@ -1424,16 +1417,22 @@ class SemanticActObserver:
                     named = self._fields(_Clause.of(text, _words(text), False, []))
                 if key not in named:
                     continue
-            for v in vals:
-                try:
-                    found = value_in_text(spec.grader, v, said, tolerance=spec.tolerance,
-                                          options=spec.options, reference=self._reference)
-                except ValueError:
-                    continue
-                if found == "match" or (found == "mismatch" and _near_identifier(v, text)):
-                    out.append(key)  # the value, or an identifier misheard by a character
-                    break
+            if self._states_value(spec, vals, said, text):
+                out.append(key)
         return out
+
+    def _states_value(self, spec: FieldSpec, vals: list[Any], said: str, text: str) -> bool:
+        """``said`` (the text, perhaps with phone numbers masked) states one of ``vals`` as
+        the field's grader compares them, or an identifier misheard by a character."""
+        for v in vals:
+            try:
+                found = value_in_text(spec.grader, v, said, tolerance=spec.tolerance,
+                                      options=spec.options, reference=self._reference)
+            except ValueError:
+                continue
+            if found == "match" or (found == "mismatch" and _near_identifier(v, text)):
+                return True
+        return False
 
     def _restates(self, c: _Clause, fields: list[FieldKey]) -> bool:
         """A field named with a value, or a caller value, in a restatement shape."""
