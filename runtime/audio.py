@@ -35,6 +35,27 @@ SILENT_FRAME: Pcm = silence()
 (most frames of a run): no allocation per frame, and :func:`rms` knows it is 0."""
 SILENT_FRAME.flags.writeable = False
 
+STEADY_MAX_FRAMES = 25
+"""The longest stretch of frames the virtual clock moves through in one step (1 s)."""
+
+_SILENT_BLOCK: Pcm = silence(FRAME_SAMPLES * STEADY_MAX_FRAMES)
+_SILENT_BLOCK.flags.writeable = False
+
+
+def frames_before(t_ms: int, at_ms: int) -> int:
+    """How many frames start at or after media time ``t_ms`` and before ``at_ms``."""
+    return max(0, -(-(at_ms - t_ms) // FRAME_MS))
+
+
+def silent_block(frames: int) -> Pcm:
+    """``frames`` frames of silence (at most :data:`STEADY_MAX_FRAMES`), read-only and shared."""
+    return _SILENT_BLOCK[:frames * FRAME_SAMPLES]
+
+
+def is_silent_block(pcm: Pcm) -> bool:
+    """``pcm`` came from :func:`silent_block` (known silent without looking at it)."""
+    return pcm is _SILENT_BLOCK or pcm.base is _SILENT_BLOCK
+
 
 def to_pcm16(samples: npt.NDArray[np.floating] | Pcm) -> Pcm:
     if samples.dtype == np.int16:
@@ -83,6 +104,18 @@ def rms(frame: Pcm) -> float:
     return math.sqrt(float(f.dot(f)) / n)
 
 
+def frame_levels(block: Pcm, frame: int = FRAME_SAMPLES) -> list[float]:
+    """:func:`rms` of each whole frame of ``block``, equal to it bit for bit (the sum of
+    squares of PCM16 samples is an exact integer either way)."""
+    if is_silent_block(block):
+        return [0.0] * (len(block) // frame)
+    frames = block.reshape(-1, frame).astype(np.int64)
+    sums = np.einsum("ij,ij->i", frames, frames)
+    # Exact integer sums, then IEEE division and square root (correctly rounded, as in rms).
+    levels: list[float] = np.sqrt(sums / frame).tolist()
+    return levels
+
+
 class TraceWriter:
     """Stereo PCM16 WAV (channel 0 = user, channel 1 = agent), written as the run goes.
 
@@ -104,21 +137,22 @@ class TraceWriter:
         self._file.setsampwidth(2)
         self._file.setframerate(rate)
         self._closed = False
-        self._flush_frames = max(1, flush_frames)
+        self._flush_samples = max(1, flush_frames) * (rate * FRAME_MS // 1000)
         self._buf = np.zeros((0, 2), dtype=np.int16)
         self._n = 0
         """Samples pending in ``_buf``."""
 
     def write(self, user: Pcm, agent: Pcm) -> None:
+        """One frame of each channel, or a stretch of frames (the same length on both)."""
         n = len(user)
         if self._n + n > len(self._buf):
-            grown = np.zeros((max(self._n + n, n * self._flush_frames), 2), dtype=np.int16)
+            grown = np.zeros((max(self._n + n, 2 * self._flush_samples), 2), dtype=np.int16)
             grown[:self._n] = self._buf[:self._n]
             self._buf = grown
         self._buf[self._n:self._n + n, 0] = user
         self._buf[self._n:self._n + n, 1] = agent
         self._n += n
-        if self._n >= n * self._flush_frames:
+        if self._n >= self._flush_samples:
             self.flush()
 
     def flush(self) -> None:

@@ -162,6 +162,10 @@ def _words(text: str) -> list[str]:
     return list(_word_tuple(text))
 
 
+_MEMO_MAX = 2048
+"""Texts remembered per observer (:meth:`SemanticActObserver._valued_fields`)."""
+
+
 @functools.lru_cache(maxsize=4096)
 def _word_tuple(text: str) -> tuple[str, ...]:
     """:func:`_words`, kept for the most recent texts (the rules tokenize a clause several
@@ -899,6 +903,9 @@ class SemanticActObserver:
                 if vals:
                     values.append(((artifact.id, f.name), f, vals))
         self._values = values
+        self._valued_memo: dict[str, tuple[FieldKey, ...]] = {}
+        self._observed_memo: dict[str, tuple[Act, ...]] = {}
+        self._fields_memo: dict[str, tuple[FieldKey, ...]] = {}
         # In a recap every stated value counts, whoever it came from: a caller's fact (any
         # version, the caller's own name included), or the task's value of a field the agent
         # fills from a document or an instruction; an enum field by any of its options.
@@ -944,7 +951,16 @@ class SemanticActObserver:
 
     def observe(self, transcript: str) -> list[Act]:
         """The semantic acts of one agent turn, in sentence order. A turn that restates two
-        or more fields is also a summary."""
+        or more fields is also a summary. A pure function of the transcript (acts are
+        frozen): remembered per observer, so a script's repeats are read once."""
+        hit = self._observed_memo.get(transcript)
+        if hit is None:
+            if len(self._observed_memo) >= _MEMO_MAX:
+                self._observed_memo.clear()
+            hit = self._observed_memo[transcript] = tuple(self._observe(transcript))
+        return list(hit)
+
+    def _observe(self, transcript: str) -> list[Act]:
         acts: list[Act] = []
         previous: list[str] = []
         for sentence in split_sentences(transcript):
@@ -1044,7 +1060,16 @@ class SemanticActObserver:
         return out
 
     def fields_in(self, text: str) -> list[FieldKey]:
-        """The fields a text names (lexicon) or states a caller's value of."""
+        """The fields a text names (lexicon) or states a caller's value of (remembered per
+        text, like :meth:`_valued_fields`)."""
+        hit = self._fields_memo.get(text)
+        if hit is None:
+            if len(self._fields_memo) >= _MEMO_MAX:
+                self._fields_memo.clear()
+            hit = self._fields_memo[text] = tuple(self._fields_in(text))
+        return list(hit)
+
+    def _fields_in(self, text: str) -> list[FieldKey]:
         words = _words(text)
         clause = _Clause.of(text, words, False, [])
         out = self._fields(clause)
@@ -1404,7 +1429,16 @@ class SemanticActObserver:
 
     def _valued_fields(self, text: str) -> list[FieldKey]:
         """Fields whose caller value (any version) the text states. A phone number's digits
-        state no other number."""
+        state no other number. Remembered per text (the observer and the simulated caller
+        both ask about each agent sentence, and a script's repeats say the same ones)."""
+        hit = self._valued_memo.get(text)
+        if hit is None:
+            if len(self._valued_memo) >= _MEMO_MAX:
+                self._valued_memo.clear()
+            hit = self._valued_memo[text] = tuple(self._valued_fields_uncached(text))
+        return list(hit)
+
+    def _valued_fields_uncached(self, text: str) -> list[FieldKey]:
         out: list[FieldKey] = []
         masked = _mask_phones(text)
         named: list[FieldKey] | None = None

@@ -38,9 +38,12 @@ from runtime.audio import (
     FRAME_SAMPLES,
     SAMPLE_RATE,
     SILENT_FRAME,
+    STEADY_MAX_FRAMES,
     Pcm,
     TraceWriter,
+    frames_before,
     silence,
+    silent_block,
 )
 from runtime.events import (
     AgentAct,
@@ -144,6 +147,13 @@ class MediaClock:
         elif self.t_ms % 1000 == 0:
             await asyncio.sleep(0)  # let concurrent runs share the event loop
 
+    async def skip(self, frames: int) -> None:
+        """Virtual mode: move ``frames`` frames on at once (a steady stretch)."""
+        before = self.t_ms
+        self.t_ms += frames * self.frame_ms
+        if self.t_ms // 1000 != before // 1000:
+            await asyncio.sleep(0)
+
     async def _paced(self, deadline: float, pacer: FramePacer) -> None:
         frame_s = self.frame_ms / 1000
         early = deadline - self.EARLY_FRAMES * frame_s
@@ -208,6 +218,7 @@ class Orchestrator:
         meta_extra: dict[str, Any] | None = None,
         on_frame: FrameObserver | None = None,
         on_event: EventObserver | None = None,
+        steady_stretches: bool = True,
     ) -> None:
         self.task = task
         self.agent = agent
@@ -230,6 +241,10 @@ class Orchestrator:
         self._terminal_now = False
         self._gated_tools = {r.tool for r in task.authorization}
         self._play: _Playout | None = None
+        self._steady = steady_stretches and clock == "virtual" and on_frame is None
+        """Move through steady stretches in one step (:meth:`_steady_frames`); off for the
+        realtime clock and when someone watches each frame. Off gives the same run."""
+        self.frames_in_stretches = 0
 
     # ------------------------------------------------------------------ helpers
 
@@ -344,6 +359,51 @@ class Orchestrator:
             self.user.on_lifecycle(event.artifact_id, Lifecycle(event.lifecycle), event.changed)
         return self._emit(event)
 
+    async def _steady_stretch(
+        self, t: int, play: _Playout, pending_world: dict[str, Any], last_activity: int,
+    ) -> int:
+        """Move through the frames from ``t`` in which nothing can happen but audio, in one
+        step: no event on either side, no world event or end condition due, the agent's
+        audio (if any) playing on. The caller's audio, what the agent hears and what the
+        trace gets are the same as one frame at a time; only the per-frame Python goes.
+        Returns how many frames it moved (0: play the next frame the ordinary way)."""
+        hear = getattr(self.agent, "hear_steady", None)
+        steady_audio = getattr(self.user, "steady_audio", None)
+        skip_frames = getattr(self.user, "skip_frames", None)
+        if hear is None or steady_audio is None or skip_frames is None:
+            return 0
+        limits = self.task.limits
+        n = min(STEADY_MAX_FRAMES, (limits.max_duration_ms - t) // FRAME_MS)
+        if play.speaking:
+            if not len(play.buffer):
+                return 0
+            n = min(n, -(-len(play.buffer) // FRAME_SAMPLES) - 1)  # the last one ends the turn
+        elif not self.user.speaking:
+            # Quiet: stop before the earliest an end condition could hold.
+            quiet_end = last_activity + min(limits.end_grace_ms, limits.idle_timeout_ms)
+            n = min(n, (quiet_end - t) // FRAME_MS)
+        for world in pending_world.values():
+            if world.after_plan is not None and world.after_plan in self.user.policy.spoken:
+                return 0
+            if world.at_ms is not None:
+                n = min(n, frames_before(t, world.at_ms))
+        if n <= 0:
+            return 0
+        pcm = steady_audio(t, n)
+        heard = await hear(pcm, t) if len(pcm) else 0
+        if not heard:
+            return 0
+        skip_frames(heard)
+        size = heard * FRAME_SAMPLES
+        agent_pcm = silent_block(heard)
+        if play.speaking:
+            agent_pcm, play.buffer = play.buffer[:size], play.buffer[size:]
+            play.played += size
+        self.trace.write(pcm[:size], agent_pcm)
+        self.frames_in_stretches += heard
+        await self.clock.skip(heard)
+        return heard
+
     async def _loop(self) -> tuple[EndReason, str]:
         limits = self.task.limits
         play = self._play = _Playout()
@@ -357,131 +417,138 @@ class Orchestrator:
         held_since = 0
         while True:
             t = self.clock.t_ms
-            # Seeded world events.
-            for wid, world in list(pending_world.items()) if pending_world else ():
-                due = (world.at_ms is not None and t >= world.at_ms) or (
-                    world.after_plan is not None and world.after_plan in self.user.policy.spoken
-                )
-                if due:
-                    del pending_world[wid]
-                    self._emit(WorldEventFired(event_id=wid, description=world.description))
-                    self.user.on_world_event(wid)
-            # User side (it learns whether agent audio is playing: a duplex event logs
-            # whether it overlapped agent speech).
-            self.user.agent_audible = play.speaking
-            frame = self.user.next_frame(t)
-            for user_event in frame.events:
-                self._emit(user_event)
-            if frame.finished is not None:
-                auth = frame.finished.authorization
-                evidence = f"plan {frame.finished.id} spoken"
-                if auth is not None and auth.grant:
-                    self.workbench.grant(auth.grant, plan_id=frame.finished.id,
-                                         evidence=evidence)
-                if auth is not None and auth.revoke:
-                    self.workbench.revoke(auth.revoke, plan_id=frame.finished.id,
-                                          evidence=evidence)
-                if frame.finished.ends_session:
+            stretch = 0
+            if self._steady and not held and not self._terminal_stale:
+                stretch = await self._steady_stretch(t, play, pending_world, last_activity)
+                if stretch and (play.speaking or self.user.speaking):
+                    last_activity = t + (stretch - 1) * FRAME_MS
+            if not stretch:
+                # Seeded world events.
+                for wid, world in list(pending_world.items()) if pending_world else ():
+                    due = (world.at_ms is not None and t >= world.at_ms) or (
+                        world.after_plan is not None and world.after_plan in self.user.policy.spoken
+                    )
+                    if due:
+                        del pending_world[wid]
+                        self._emit(WorldEventFired(event_id=wid, description=world.description))
+                        self.user.on_world_event(wid)
+                # User side (it learns whether agent audio is playing: a duplex event logs
+                # whether it overlapped agent speech).
+                self.user.agent_audible = play.speaking
+                frame = self.user.next_frame(t)
+                for user_event in frame.events:
+                    self._emit(user_event)
+                if frame.finished is not None:
+                    auth = frame.finished.authorization
+                    evidence = f"plan {frame.finished.id} spoken"
+                    if auth is not None and auth.grant:
+                        self.workbench.grant(auth.grant, plan_id=frame.finished.id,
+                                             evidence=evidence)
+                    if auth is not None and auth.revoke:
+                        self.workbench.revoke(auth.revoke, plan_id=frame.finished.id,
+                                              evidence=evidence)
+                    if frame.finished.ends_session:
+                        user_goodbye = True
+                if frame.authorization is not None:
+                    speech = frame.authorization
+                    if speech.decision == "grant":
+                        self.workbench.grant(speech.action, plan_id=speech.plan_id,
+                                             evidence=speech.evidence)
+                    else:
+                        self.workbench.revoke(speech.action, plan_id=speech.plan_id,
+                                              evidence=speech.evidence)
+                if frame.ends_session:
                     user_goodbye = True
-            if frame.authorization is not None:
-                speech = frame.authorization
-                if speech.decision == "grant":
-                    self.workbench.grant(speech.action, plan_id=speech.plan_id,
-                                         evidence=speech.evidence)
-                else:
-                    self.workbench.revoke(speech.action, plan_id=speech.plan_id,
-                                          evidence=speech.evidence)
-            if frame.ends_session:
-                user_goodbye = True
-            if held and (
-                not self.user.authorization_pending or t - held_since >= AUTH_HOLD_MS
-            ):
-                self._emit(AuthHold(
-                    call_ids=[r.call_id for r in held], tools=[r.name for r in held],
-                    waited_ms=t - held_since,
-                    outcome="expired" if self.user.authorization_pending else "decided",
-                ))
-                for req in held:
-                    await self._run_tool(req)
-                held = []
-                last_activity = t
-            if self.user.speaking:
-                last_activity = t
-            await self.agent.send_audio(frame.pcm, t)
-            # Agent side.
-            for ev in await self.agent.poll(t):
-                if isinstance(ev, AudioDelta):
-                    if not play.speaking:
-                        play.turn += 1
-                        play.speaking, play.played = True, 0
-                        play.response_done = False
-                        self._emit(AgentSpeechStart(turn=play.turn))
-                        self.user.on_agent_speech_start(t)
-                    play.buffer = np.concatenate([play.buffer, ev.pcm])
-                elif isinstance(ev, TranscriptDone):
-                    turn = play.turn + (0 if play.speaking else 1)
-                    self._emit(AgentTranscript(turn=turn, text=ev.text))
-                    for act in self.observer.observe(ev.text):
-                        play.acts.append(act)
-                        self._emit(AgentAct(
-                            turn=turn, act=act.act, field=act.field, artifact=act.artifact,
-                            action=act.action, text=act.text,
-                        ))
-                elif isinstance(ev, ToolCallRequest):
-                    if held or (
-                        ev.name in self._gated_tools and self.user.authorization_pending
-                    ):
-                        # A live decision on the participant's last utterance is not in
-                        # yet: the gated call (and every call after it, in order) waits
-                        # for it, so ASR latency never blocks a commit the participant
-                        # approved. The frozen simulator never has a decision pending.
-                        if not held:
-                            held_since = t
-                        held.append(ev)
-                        continue
-                    await self._run_tool(ev)
+                if held and (
+                    not self.user.authorization_pending or t - held_since >= AUTH_HOLD_MS
+                ):
+                    self._emit(AuthHold(
+                        call_ids=[r.call_id for r in held], tools=[r.name for r in held],
+                        waited_ms=t - held_since,
+                        outcome="expired" if self.user.authorization_pending else "decided",
+                    ))
+                    for req in held:
+                        await self._run_tool(req)
+                    held = []
                     last_activity = t
-                elif isinstance(ev, Interrupted):
-                    if play.speaking and len(play.buffer):
-                        heard = play.played * 1000 // SAMPLE_RATE
-                        dropped = len(play.buffer) * 1000 // SAMPLE_RATE
-                        self._emit(AgentTruncated(
-                            turn=play.turn, heard_ms=heard, dropped_ms=dropped, reason=ev.reason,
-                        ))
-                        await self.agent.truncated(heard)
-                        play.buffer = play.buffer[:0]
-                        self._emit(AgentSpeechEnd(turn=play.turn, played_ms=heard))
-                        if play.response_done and dropped <= HEARD_TAIL_MS and play.acts:
-                            # Cut in its last moments: the turn was heard (the simulator and
-                            # the live participant answer it once they finish speaking).
-                            self.user.on_agent_turn_end(play.acts, t)
-                        play.speaking, play.acts = False, []
-                elif isinstance(ev, ResponseDone):
-                    play.response_done = True
-                elif isinstance(ev, Hangup):
-                    hangup = True
-                    self._emit(AgentHangup())
-                elif isinstance(ev, ProtocolUnknown):
-                    self._emit(AgentProtocolUnknown(event_type=ev.event_type,
-                                                    message=ev.message[:300]))
-                elif isinstance(ev, AgentErrorSignal):
-                    self._emit(AgentErrorEvent(category=ev.category, message=ev.message))
-                    if ev.fatal:
-                        return "agent_error", ev.message
-            # Play agent audio out on the media clock.
-            agent_frame = SILENT_FRAME
-            if play.speaking and len(play.buffer):
-                chunk = play.buffer[:FRAME_SAMPLES]
-                play.buffer = play.buffer[FRAME_SAMPLES:]
-                play.played += len(chunk)
-                agent_frame = chunk if len(chunk) == FRAME_SAMPLES else np.concatenate(
-                    [chunk, silence(FRAME_SAMPLES - len(chunk))]
-                )
-                last_activity = t
-            self.trace.write(frame.pcm, agent_frame)
-            if self._on_frame is not None:
-                self._on_frame(frame.pcm, agent_frame, t)
-            await self.clock.tick()
+                if self.user.speaking:
+                    last_activity = t
+                await self.agent.send_audio(frame.pcm, t)
+                # Agent side.
+                for ev in await self.agent.poll(t):
+                    if isinstance(ev, AudioDelta):
+                        if not play.speaking:
+                            play.turn += 1
+                            play.speaking, play.played = True, 0
+                            play.response_done = False
+                            self._emit(AgentSpeechStart(turn=play.turn))
+                            self.user.on_agent_speech_start(t)
+                        play.buffer = np.concatenate([play.buffer, ev.pcm])
+                    elif isinstance(ev, TranscriptDone):
+                        turn = play.turn + (0 if play.speaking else 1)
+                        self._emit(AgentTranscript(turn=turn, text=ev.text))
+                        for act in self.observer.observe(ev.text):
+                            play.acts.append(act)
+                            self._emit(AgentAct(
+                                turn=turn, act=act.act, field=act.field, artifact=act.artifact,
+                                action=act.action, text=act.text,
+                            ))
+                    elif isinstance(ev, ToolCallRequest):
+                        if held or (
+                            ev.name in self._gated_tools and self.user.authorization_pending
+                        ):
+                            # A live decision on the participant's last utterance is not in
+                            # yet: the gated call (and every call after it, in order) waits
+                            # for it, so ASR latency never blocks a commit the participant
+                            # approved. The frozen simulator never has a decision pending.
+                            if not held:
+                                held_since = t
+                            held.append(ev)
+                            continue
+                        await self._run_tool(ev)
+                        last_activity = t
+                    elif isinstance(ev, Interrupted):
+                        if play.speaking and len(play.buffer):
+                            heard = play.played * 1000 // SAMPLE_RATE
+                            dropped = len(play.buffer) * 1000 // SAMPLE_RATE
+                            self._emit(AgentTruncated(
+                                turn=play.turn, heard_ms=heard, dropped_ms=dropped,
+                                reason=ev.reason,
+                            ))
+                            await self.agent.truncated(heard)
+                            play.buffer = play.buffer[:0]
+                            self._emit(AgentSpeechEnd(turn=play.turn, played_ms=heard))
+                            if play.response_done and dropped <= HEARD_TAIL_MS and play.acts:
+                                # Cut in its last moments: the turn was heard (the simulator and
+                                # the live participant answer it once they finish speaking).
+                                self.user.on_agent_turn_end(play.acts, t)
+                            play.speaking, play.acts = False, []
+                    elif isinstance(ev, ResponseDone):
+                        play.response_done = True
+                    elif isinstance(ev, Hangup):
+                        hangup = True
+                        self._emit(AgentHangup())
+                    elif isinstance(ev, ProtocolUnknown):
+                        self._emit(AgentProtocolUnknown(event_type=ev.event_type,
+                                                        message=ev.message[:300]))
+                    elif isinstance(ev, AgentErrorSignal):
+                        self._emit(AgentErrorEvent(category=ev.category, message=ev.message))
+                        if ev.fatal:
+                            return "agent_error", ev.message
+                # Play agent audio out on the media clock.
+                agent_frame = SILENT_FRAME
+                if play.speaking and len(play.buffer):
+                    chunk = play.buffer[:FRAME_SAMPLES]
+                    play.buffer = play.buffer[FRAME_SAMPLES:]
+                    play.played += len(chunk)
+                    agent_frame = chunk if len(chunk) == FRAME_SAMPLES else np.concatenate(
+                        [chunk, silence(FRAME_SAMPLES - len(chunk))]
+                    )
+                    last_activity = t
+                self.trace.write(frame.pcm, agent_frame)
+                if self._on_frame is not None:
+                    self._on_frame(frame.pcm, agent_frame, t)
+                await self.clock.tick()
             t = self.clock.t_ms
             if play.speaking and not len(play.buffer) and play.response_done:
                 play.speaking = False

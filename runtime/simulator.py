@@ -17,7 +17,16 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from grading.fields import numbers_in_text, unit_numbers, value_in_text
-from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, SILENT_FRAME, Pcm, silence
+from runtime.audio import (
+    FRAME_MS,
+    FRAME_SAMPLES,
+    SAMPLE_RATE,
+    SILENT_FRAME,
+    Pcm,
+    frames_before,
+    silence,
+    silent_block,
+)
 from runtime.bank import BankPlayer
 from runtime.events import DuplexFire, Event, UserPlanEvent, UserSpeechEnd, UserSpeechStart
 from runtime.observer import Act, SemanticActObserver
@@ -368,6 +377,10 @@ class DuplexSchedule:
                 self._seen.add(event.id)
                 self._armed.append((end_ms + event.anchor.offset_ms, event))
 
+    def next_at(self) -> int | None:
+        """When the earliest armed event fires (None: nothing armed)."""
+        return min((at for at, _ in self._armed), default=None)
+
     def due(self, t_ms: int) -> list[tuple[int, DuplexEvent]]:
         """The events whose time has come, removed from the schedule."""
         if not self._armed:
@@ -551,6 +564,41 @@ class FrozenSimulator:
                     deferred, self._deferred = self._deferred, []
                     self._respond(deferred, end_ms)
         return out
+
+    # ------------------------------------------------------------ steady stretches
+
+    def steady_audio(self, t_ms: int, limit: int) -> Pcm:
+        """The audio of the frames from ``t_ms`` (at most ``limit``) that :meth:`next_frame`
+        would stream without any event or change of state other than its place in the
+        current utterance: ``len // FRAME_SAMPLES`` frames (possibly none). Nothing changes
+        until :meth:`skip_frames`. Lets the virtual clock move through such a stretch in one
+        step (runtime/orchestrator.py); the frames are the same as one by one."""
+        n = limit
+        if not self._opened and not self.agent_has_spoken:
+            opening = self.policy.opening()
+            if opening is not None and opening.when.on == "opening":
+                n = min(n, frames_before(t_ms, opening.when.silence_ms))
+        armed = self._duplex.next_at()
+        if armed is not None:
+            n = min(n, frames_before(t_ms, armed))
+        utt = self._current
+        if utt is not None:
+            left = -(-(len(utt.audio) - utt.pos) // FRAME_SAMPLES)
+            n = min(n, left - 1)  # the last frame ends the utterance (an event)
+            if n <= 0:
+                return SILENT_FRAME[:0]
+            return utt.audio[utt.pos:utt.pos + n * FRAME_SAMPLES]
+        if self._queue:
+            at, _, trigger = self._queue[0]
+            if not trigger.startswith("duplex"):
+                at = max(at, self._last_end + CHAIN_GAP_MS)
+            n = min(n, frames_before(t_ms, at))
+        return silent_block(max(0, n))
+
+    def skip_frames(self, frames: int) -> None:
+        """Move past ``frames`` frames that :meth:`steady_audio` returned."""
+        if self._current is not None:
+            self._current.pos += frames * FRAME_SAMPLES
 
     def _start(self, plan: UserPlan, trigger: str, out: UserFrame) -> None:
         real = select_realization(self.task.id, self.seed, plan,

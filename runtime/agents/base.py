@@ -110,3 +110,15 @@ class AgentAdapter(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class SteadyListener(Protocol):
+    """Optional, for in-process agents on the virtual clock: hear a stretch of frames at once.
+
+    ``hear_steady(pcm, t)`` must do exactly what ``send_audio(frame_i, t_i)`` followed by
+    ``poll(t_i)`` would do for each whole frame of ``pcm`` in order, and stop *before* the
+    first frame after which ``poll`` would return anything (that frame is not heard: the
+    orchestrator plays it the ordinary way). It returns the number of frames heard. An
+    adapter without it (every wire adapter) is played frame by frame."""
+
+    async def hear_steady(self, pcm: Pcm, t_media_ms: int) -> int: ...

@@ -23,24 +23,33 @@ from runtime.agents.base import (
     ToolCallRequest,
     TranscriptDone,
 )
-from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm, rms
+from runtime.audio import (
+    FRAME_MS,
+    FRAME_SAMPLES,
+    SAMPLE_RATE,
+    Pcm,
+    frame_levels,
+    frames_before,
+    is_silent_block,
+    rms,
+)
 from runtime.bank import SpeechCache
 from runtime.spec import read_yaml
 
 
 class AfterMs(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     ms: int = Field(ge=0)
 
 
 class ScriptTool(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
 
 
 class ScriptTurn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     after: Literal["user", "none"] | AfterMs | None = None
     tools: list[ScriptTool] = Field(default_factory=list)
     say: str | None = None
@@ -49,7 +58,7 @@ class ScriptTurn(BaseModel):
 
 
 class Script(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
     description: str = ""
     task: str | None = None
     expect: dict[str, Any] = Field(default_factory=dict)
@@ -61,7 +70,31 @@ class ScriptError(Exception):
     """A script file is missing or malformed; the message names the file and field."""
 
 
+_LOADED: dict[str, tuple[tuple[int, int, int], Script]] = {}
+"""Scripts already parsed in this process, by path, with the file's identity when read."""
+
+
 def load_script(path: Path) -> Script:
+    """The script at ``path``; parsed once per process while the file is unchanged (a
+    campaign builds an agent per run, and a script is frozen)."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise ScriptError(f"{path}: script file not found") from None
+    except OSError as exc:
+        raise ScriptError(f"{path}: cannot read the script ({exc})") from None
+    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    hit = _LOADED.get(str(path))
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    script = _parse_script(path)
+    if len(_LOADED) >= 512:
+        _LOADED.clear()
+    _LOADED[str(path)] = (stamp, script)
+    return script
+
+
+def _parse_script(path: Path) -> Script:
     try:
         raw = read_yaml(path)
     except FileNotFoundError:
@@ -91,7 +124,11 @@ class EnergyVAD:
         self.utterances_ended = 0
 
     def push(self, frame: Pcm) -> Literal["onset", "end"] | None:
-        loud = rms(frame) >= self.threshold
+        return self.push_level(rms(frame))
+
+    def push_level(self, level: float) -> Literal["onset", "end"] | None:
+        """:meth:`push` for a frame whose :func:`rms` is ``level``."""
+        loud = level >= self.threshold
         if not self.in_speech:
             self._loud = self._loud + 1 if loud else 0
             if self._loud >= self.onset:
@@ -138,6 +175,58 @@ class ScriptedAgent:
             self._outbox.append(Interrupted(reason="barge_in"))
             self._speaking_until = t_media_ms
             self._prev_end = t_media_ms
+
+    async def hear_steady(self, pcm: Pcm, t_media_ms: int) -> int:
+        """Hear the whole frames of ``pcm`` from ``t_media_ms`` as :meth:`send_audio` and
+        :meth:`poll` would one by one, up to the first frame after which either would have
+        something to say (not heard: the orchestrator plays it frame by frame). Returns how
+        many frames were heard. The virtual clock's steady stretches (runtime/orchestrator.py);
+        a subclass that changes what a frame does hears none this way."""
+        cls = type(self)
+        if (
+            self._outbox or cls.send_audio is not ScriptedAgent.send_audio
+            or cls.poll is not ScriptedAgent.poll
+        ):
+            return 0
+        vad = self._vad
+        pending = None if self._hung_up or self._next >= len(self.script.turns) else (
+            self.script.turns[self._next]
+        )
+        yields = self._current is not None and self._current.barge_in == "yield"
+        until = self._speaking_until
+        frames = len(pcm) // FRAME_SAMPLES
+        if is_silent_block(pcm) and not vad.in_speech:
+            # Silence outside speech changes nothing the turn waits on (it only clears a
+            # loud-frame count): the next turn is due at the first frame it is ready on,
+            # and readiness can only come with time (a scripted delay) or not at all.
+            first = frames_before(t_media_ms, until)
+            if pending is None or first >= frames:
+                stop = frames
+            elif self._ready(pending, t_media_ms + first * FRAME_MS):
+                stop = first
+            elif isinstance(pending.after, AfterMs):
+                stop = max(first, frames_before(t_media_ms, self._prev_end + pending.after.ms))
+            else:
+                stop = frames
+            stop = min(stop, frames)
+            if stop:
+                vad._loud = 0
+            return stop
+        before = (vad.in_speech, vad._loud, vad._quiet, vad.utterances_ended)
+        levels = frame_levels(pcm)
+        for i, level in enumerate(levels):
+            t = t_media_ms + i * FRAME_MS
+            change = vad.push_level(level)
+            if (
+                (change == "onset" and yields and t < until)
+                or (pending is not None and t >= until and self._ready(pending, t))
+            ):
+                # Frame i is played the ordinary way: hear only the ones before it.
+                vad.in_speech, vad._loud, vad._quiet, vad.utterances_ended = before
+                for heard in levels[:i]:
+                    vad.push_level(heard)
+                return i
+        return frames
 
     async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None:
         del call_id, output  # a script does not branch on tool results
