@@ -176,10 +176,13 @@ def verify_bank(task: TaskSpec) -> list[str]:
 @functools.lru_cache(maxsize=8192)
 def _decoded(path: Path, mtime_ns: int, size: int) -> Pcm:
     """One bank file decoded, shared by every run of the process and read-only (a consumer
-    that tried to change it in place would raise instead of corrupting the next run). Keyed by
-    modification time and size, so a rebuilt bank is decoded again."""
+    that tried to change it in place would raise instead of corrupting the next run; the
+    scripted agent's levels of it are computed once, :func:`runtime.audio.frame_levels`).
+    Keyed by modification time and size, so a rebuilt bank is decoded again."""
     del mtime_ns, size
     audio = read_mono(path)
+    if audio.base is not None:
+        audio = audio.copy()  # its own buffer: a slice of it has it as ``base``
     audio.flags.writeable = False
     return audio
 

@@ -103,6 +103,11 @@ class FramePacer(Protocol):
         ...
 
 
+VIRTUAL_YIELD_MS = 5_000
+"""On the virtual clock, a run lets the others on its event loop go every this much media
+(a few milliseconds of wall time)."""
+
+
 class MediaClock:
     """Media time in whole frames. ``virtual`` advances as fast as the participants allow;
     ``realtime`` paces each frame against the wall clock (live humans, real APIs).
@@ -144,14 +149,14 @@ class MediaClock:
             delay = deadline - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-        elif self.t_ms % 1000 == 0:
+        elif self.t_ms % VIRTUAL_YIELD_MS == 0:
             await asyncio.sleep(0)  # let concurrent runs share the event loop
 
     async def skip(self, frames: int) -> None:
         """Virtual mode: move ``frames`` frames on at once (a steady stretch)."""
         before = self.t_ms
         self.t_ms += frames * self.frame_ms
-        if self.t_ms // 1000 != before // 1000:
+        if self.t_ms // VIRTUAL_YIELD_MS != before // VIRTUAL_YIELD_MS:
             await asyncio.sleep(0)
 
     async def _paced(self, deadline: float, pacer: FramePacer) -> None:

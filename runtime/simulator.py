@@ -97,6 +97,8 @@ class RevealPolicy:
         self.lifecycles: dict[str, Lifecycle] = {a.id: Lifecycle.DRAFT for a in task.artifacts}
         self.world_events: set[str] = set()
         self._observer = SemanticActObserver.for_task(task)
+        self._order = {id(p): i for i, p in enumerate(task.plans)}
+        """Each plan's place in the task (a tie on priority goes to the earlier one)."""
         self._clock = 0
         self._edited: dict[str, int] = {}
         """Per artifact, the logical time of its last material edit."""
@@ -129,7 +131,7 @@ class RevealPolicy:
         eligible = [p for p in plans if self._eligible(p)]
         if not eligible:
             return None
-        return max(eligible, key=lambda p: (p.priority, -self.task.plans.index(p)))
+        return max(eligible, key=lambda p: (p.priority, -self._order[id(p)]))
 
     def _where(self, cls: type[Any], **match: Any) -> UserPlan | None:
         return self._best(

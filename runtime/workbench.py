@@ -47,6 +47,9 @@ class Artifact:
         ]
 
 
+_KB_SHARED: dict[int, tuple[list[Document], KnowledgeBase]] = {}
+
+
 class KnowledgeBase:
     """BM25 over the content words of the task's documents (title and text): a search
     returns the ``k`` best-scoring documents that share a content word with the query, with
@@ -61,6 +64,19 @@ class KnowledgeBase:
         corpus = [content_terms(f"{d.title} {d.text}") for d in documents]
         self._vocab = [set(terms) for terms in corpus]
         self._bm25 = BM25Plus(corpus) if documents else None
+
+    @classmethod
+    def for_documents(cls, documents: list[Document]) -> KnowledgeBase:
+        """The index of ``documents``, built once per list (a task's, shared by its runs: an
+        index is never changed after it is built)."""
+        hit = _KB_SHARED.get(id(documents))
+        if hit is not None and hit[0] is documents:
+            return hit[1]
+        kb = cls(documents)
+        if len(_KB_SHARED) >= 256:
+            _KB_SHARED.clear()
+        _KB_SHARED[id(documents)] = (documents, kb)  # keeps the list alive: its id stays
+        return kb
 
     def search(self, query: str) -> list[Document]:
         terms = content_terms(query)
@@ -152,7 +168,7 @@ class Workbench:
         self.task = task
         self._emit = emit
         self.artifacts = {a.id: Artifact(spec=a) for a in task.artifacts}
-        self.kb = KnowledgeBase(task.documents)
+        self.kb = KnowledgeBase.for_documents(task.documents)
         self.ledger = AuthorizationLedger(emit)
         self.guard = CommitGuard(task, self.ledger, emit)
 

@@ -140,6 +140,14 @@ def test_frame_levels_equal_rms_frame_by_frame() -> None:
     expected = [rms(block[i:i + FRAME_SAMPLES]) for i in range(0, len(block), FRAME_SAMPLES)]
     assert frame_levels(block) == expected
     assert frame_levels(silent_block(3)) == [0.0, 0.0, 0.0]
+    # A read-only recording's aligned slices read its levels, computed once; others compute.
+    recording = block.copy()
+    recording.flags.writeable = False
+    for start, n in ((0, 7), (2, 3), (6, 1)):
+        piece = recording[start * FRAME_SAMPLES:(start + n) * FRAME_SAMPLES]
+        assert frame_levels(piece) == expected[start:start + n]
+    shifted = recording[100:100 + 2 * FRAME_SAMPLES]
+    assert frame_levels(shifted) == [rms(shifted[:FRAME_SAMPLES]), rms(shifted[FRAME_SAMPLES:])]
 
 
 def test_a_stretch_reaches_the_os_within_a_second_of_media(tmp_path: Path) -> None:

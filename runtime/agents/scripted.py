@@ -142,6 +142,35 @@ class EnergyVAD:
             return "end"
         return None
 
+    def push_quiet_run(self, levels: list[float], start: int, stop: int) -> int:
+        """:meth:`push_level` ``levels[start:stop]`` in order up to the first one that would
+        return a change (an onset or an end), which is not pushed; returns its index
+        (``stop`` when none would). The same counting as :meth:`push_level`, in one loop."""
+        k, thr = start, self.threshold
+        if not self.in_speech:
+            loud_n = self._loud
+            while k < stop:
+                if levels[k] >= thr:
+                    if loud_n + 1 >= self.onset:
+                        break
+                    loud_n += 1
+                else:
+                    loud_n = 0
+                k += 1
+            self._loud = loud_n
+        else:
+            quiet_n = self._quiet
+            while k < stop:
+                if levels[k] >= thr:
+                    quiet_n = 0
+                elif quiet_n + 1 >= self.hangover:
+                    break
+                else:
+                    quiet_n += 1
+                k += 1
+            self._quiet = quiet_n
+        return k
+
 
 class ScriptedAgent:
     """Plays a :class:`Script` turn by turn against the media clock."""
@@ -214,18 +243,34 @@ class ScriptedAgent:
             return stop
         before = (vad.in_speech, vad._loud, vad._quiet, vad.utterances_ended)
         levels = frame_levels(pcm)
-        for i, level in enumerate(levels):
+        # The pending turn's readiness changes only with time (from ``due`` on) or with a
+        # change of the VAD's state: ask at the first due frame and at each change.
+        due = until if pending is None or not isinstance(pending.after, AfterMs) else max(
+            until, self._prev_end + pending.after.ms)
+        asked = False
+        first_due = frames if pending is None else min(frames, frames_before(t_media_ms, due))
+        i = 0
+        while i < frames:
+            # Frames that change nothing go in one loop, up to the first due frame.
+            i = vad.push_quiet_run(levels, i, first_due if not asked and i <= first_due
+                                   else frames)
+            if i >= frames:
+                break
             t = t_media_ms + i * FRAME_MS
-            change = vad.push_level(level)
-            if (
-                (change == "onset" and yields and t < until)
-                or (pending is not None and t >= until and self._ready(pending, t))
-            ):
+            change = vad.push_level(levels[i])
+            stop = False
+            if change == "onset" and yields and t < until:
+                stop = True
+            elif pending is not None and t >= due and (change is not None or not asked):
+                asked = True
+                stop = self._ready(pending, t)
+            if stop:
                 # Frame i is played the ordinary way: hear only the ones before it.
                 vad.in_speech, vad._loud, vad._quiet, vad.utterances_ended = before
                 for heard in levels[:i]:
                     vad.push_level(heard)
                 return i
+            i += 1
         return frames
 
     async def send_tool_result(self, call_id: str, output: dict[str, Any]) -> None:
