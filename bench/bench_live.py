@@ -952,12 +952,21 @@ def main() -> None:
         return
     args.seconds = args.seconds or 12.0
     args.levels = [int(x) for x in (args.levels or "1,2,4,8,16").split(",")]
+    load_start = load_now()
     out = asyncio.run(main_async(args))
     one = out["one_call"]
     print("\nserver-side added latency (one call, jitter buffers excluded)")
     for name in ("mic_to_adapter", "mic_conversion_baseline", "agent_to_encoder"):
         print(f"  {name:24s} {one[name]}")
     print(f"  {'demo agent_to_encoder':24s} {out['demo_baseline']['agent_to_encoder']}")
+    pairs = (("mic_to_adapter", "the microphone frame's conversion alone",
+              one["mic_to_adapter"], one["mic_conversion_baseline"]),
+             ("agent_to_encoder", "the live demo's agent channel (same path)",
+              one["agent_to_encoder"], out["demo_baseline"]["agent_to_encoder"]))
+    for figure, anchor, got, base in pairs:
+        if got.get("median_ms") and base.get("median_ms"):
+            print("  " + ratio_line(f"{figure} median", anchor, got["median_ms"],
+                                    base["median_ms"]))
     print("\nconcurrent live calls (stop when > 5 % of frames slip > 40 ms, > 5 % of mic "
           "frames are gaps, or agent audio waits > 200 ms p95)")
     sustained = 0
@@ -971,6 +980,8 @@ def main() -> None:
               f"states {sorted(set(r['states']))}")
     print(f"  sustained: {sustained} concurrent calls")
     out["sustained_calls"] = sustained
+    out["load"] = load_line(load_start, own_threads=2)
+    print(out["load"])
     if "asr" in out:
         print(f"\nASR (faster-whisper tiny.en): {out['asr']}")
     dest = ROOT / "bench" / "out"
