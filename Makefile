@@ -75,6 +75,7 @@ bench: setup
 	$(BIN)/python bench/bench_baseline.py
 	$(BIN)/python bench/bench_live.py
 	$(BIN)/python bench/bench_live.py --server-only
+	$(BIN)/python bench/bench_robot_participant.py
 
 clean:
 	rm -rf $(VENV) runs data .mypy_cache .ruff_cache .pytest_cache
