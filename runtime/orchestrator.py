@@ -65,7 +65,7 @@ from runtime.events import (
 )
 from runtime.observer import Act, SemanticActObserver
 from runtime.simulator import UserSource
-from runtime.spec import Lifecycle, PredLifecycle, TaskSpec, agent_instructions
+from runtime.spec import Lifecycle, PredLifecycle, TaskSpec, WorldEvent, agent_instructions
 from runtime.workbench import Workbench, tool_schemas
 
 ClockMode = Literal["virtual", "realtime"]
@@ -247,7 +247,7 @@ class Orchestrator:
         self._gated_tools = {r.tool for r in task.authorization}
         self._play: _Playout | None = None
         self._steady = steady_stretches and clock == "virtual" and on_frame is None
-        """Move through steady stretches in one step (:meth:`_steady_frames`); off for the
+        """Move through steady stretches in one step (:meth:`_steady_stretch`); off for the
         realtime clock and when someone watches each frame. Off gives the same run."""
         self.frames_in_stretches = 0
 
@@ -365,7 +365,7 @@ class Orchestrator:
         return self._emit(event)
 
     async def _steady_stretch(
-        self, t: int, play: _Playout, pending_world: dict[str, Any], last_activity: int,
+        self, t: int, play: _Playout, pending_world: dict[str, WorldEvent], last_activity: int,
     ) -> int:
         """Move through the frames from ``t`` in which nothing can happen but audio, in one
         step: no event on either side, no world event or end condition due, the agent's

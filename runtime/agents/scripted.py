@@ -224,7 +224,7 @@ class ScriptedAgent:
         yields = self._current is not None and self._current.barge_in == "yield"
         until = self._speaking_until
         frames = len(pcm) // FRAME_SAMPLES
-        if is_silent_block(pcm) and not vad.in_speech:
+        if is_silent_block(pcm) and not vad.in_speech and vad.threshold > 0:
             # Silence outside speech changes nothing the turn waits on (it only clears a
             # loud-frame count): the next turn is due at the first frame it is ready on,
             # and readiness can only come with time (a scripted delay) or not at all.
