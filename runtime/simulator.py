@@ -131,7 +131,13 @@ class RevealPolicy:
         eligible = [p for p in plans if self._eligible(p)]
         if not eligible:
             return None
-        return max(eligible, key=lambda p: (p.priority, -self._order[id(p)]))
+        return max(eligible, key=lambda p: (p.priority, -self._place(p)))
+
+    def _place(self, plan: UserPlan) -> int:
+        """The plan's place in the task (a live participant's plans may be copies: found by
+        equality then)."""
+        place = self._order.get(id(plan))
+        return place if place is not None else self.task.plans.index(plan)
 
     def _where(self, cls: type[Any], **match: Any) -> UserPlan | None:
         return self._best(
