@@ -6,6 +6,7 @@ import math
 import os
 import wave
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +14,7 @@ import soundfile as sf
 import soxr
 
 from runtime.durability import SYNCER
+from runtime.memo import per_object
 
 SAMPLE_RATE = 24_000
 """The runtime's one sample rate (user channel, agent channel and trace)."""
@@ -117,19 +119,16 @@ def frame_levels(block: Pcm, frame: int = FRAME_SAMPLES) -> list[float]:
         and base.dtype == np.int16 and block.strides == base.strides
     ):
         offset = (block.ctypes.data - base.ctypes.data) // base.itemsize
-        if offset % frame == 0:
-            hit = _RECORDING_LEVELS.get((id(base), frame))
-            if hit is None or hit[0] is not base:
-                if len(_RECORDING_LEVELS) >= 4096:
-                    _RECORDING_LEVELS.clear()
-                hit = (base, _levels(base[:len(base) // frame * frame], frame))
-                _RECORDING_LEVELS[(id(base), frame)] = hit  # keeps it alive: its id stays
+        if offset % frame == 0 and frame == FRAME_SAMPLES:
+            levels = per_object(_RECORDING_LEVELS, base,
+                                lambda: _levels(base[:len(base) // frame * frame], frame), 4096)
             start = offset // frame
-            return hit[1][start:start + len(block) // frame]
+            return levels[start:start + len(block) // frame]
     return _levels(block, frame)
 
 
-_RECORDING_LEVELS: dict[tuple[int, int], tuple[Pcm, list[float]]] = {}
+_RECORDING_LEVELS: dict[int, tuple[Any, list[float]]] = {}
+"""Per read-only recording, the levels of its 40 ms frames."""
 
 
 def _levels(block: Pcm, frame: int) -> list[float]:

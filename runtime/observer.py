@@ -39,6 +39,7 @@ from grading.fields import (
     value_in_text,
 )
 from grading.fields import spelled_out as _words_to_digits_text
+from runtime.memo import remember
 from runtime.spec import AuthorizationRule, FieldSpec, TaskSpec
 from runtime.text import stem
 
@@ -163,7 +164,7 @@ def _words(text: str) -> list[str]:
 
 
 _MEMO_MAX = 2048
-"""Texts remembered per observer (:meth:`SemanticActObserver._valued_fields`)."""
+"""Texts remembered per observer, in each of its memos (:func:`runtime.memo.remember`)."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -953,12 +954,9 @@ class SemanticActObserver:
         """The semantic acts of one agent turn, in sentence order. A turn that restates two
         or more fields is also a summary. A pure function of the transcript (acts are
         frozen): remembered per observer, so a script's repeats are read once."""
-        hit = self._observed_memo.get(transcript)
-        if hit is None:
-            if len(self._observed_memo) >= _MEMO_MAX:
-                self._observed_memo.clear()
-            hit = self._observed_memo[transcript] = tuple(self._observe(transcript))
-        return list(hit)
+        acts: tuple[Act, ...] = remember(self._observed_memo, transcript,
+                                         lambda: tuple(self._observe(transcript)), _MEMO_MAX)
+        return list(acts)
 
     def _observe(self, transcript: str) -> list[Act]:
         acts: list[Act] = []
@@ -1062,12 +1060,9 @@ class SemanticActObserver:
     def fields_in(self, text: str) -> list[FieldKey]:
         """The fields a text names (lexicon) or states a caller's value of (remembered per
         text, like :meth:`_valued_fields`)."""
-        hit = self._fields_memo.get(text)
-        if hit is None:
-            if len(self._fields_memo) >= _MEMO_MAX:
-                self._fields_memo.clear()
-            hit = self._fields_memo[text] = tuple(self._fields_in(text))
-        return list(hit)
+        fields: tuple[FieldKey, ...] = remember(self._fields_memo, text,
+                                                lambda: tuple(self._fields_in(text)), _MEMO_MAX)
+        return list(fields)
 
     def _fields_in(self, text: str) -> list[FieldKey]:
         words = _words(text)
@@ -1431,12 +1426,10 @@ class SemanticActObserver:
         """Fields whose caller value (any version) the text states. A phone number's digits
         state no other number. Remembered per text (the observer and the simulated caller
         both ask about each agent sentence, and a script's repeats say the same ones)."""
-        hit = self._valued_memo.get(text)
-        if hit is None:
-            if len(self._valued_memo) >= _MEMO_MAX:
-                self._valued_memo.clear()
-            hit = self._valued_memo[text] = tuple(self._valued_fields_uncached(text))
-        return list(hit)
+        fields: tuple[FieldKey, ...] = remember(
+            self._valued_memo, text, lambda: tuple(self._valued_fields_uncached(text)),
+            _MEMO_MAX)
+        return list(fields)
 
     def _valued_fields_uncached(self, text: str) -> list[FieldKey]:
         out: list[FieldKey] = []

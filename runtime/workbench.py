@@ -27,6 +27,7 @@ from runtime.events import (
     Event,
     ToolResult,
 )
+from runtime.memo import per_object
 from runtime.spec import ArtifactSpec, AuthorizationRule, Document, Lifecycle, TaskSpec, ToolSpec
 from runtime.text import content_terms
 
@@ -69,14 +70,7 @@ class KnowledgeBase:
     def for_documents(cls, documents: list[Document]) -> KnowledgeBase:
         """The index of ``documents``, built once per list (a task's, shared by its runs: an
         index is never changed after it is built)."""
-        hit = _KB_SHARED.get(id(documents))
-        if hit is not None and hit[0] is documents:
-            return hit[1]
-        kb = cls(documents)
-        if len(_KB_SHARED) >= 256:
-            _KB_SHARED.clear()
-        _KB_SHARED[id(documents)] = (documents, kb)  # keeps the list alive: its id stays
-        return kb
+        return per_object(_KB_SHARED, documents, lambda: cls(documents), 256)
 
     def search(self, query: str) -> list[Document]:
         terms = content_terms(query)

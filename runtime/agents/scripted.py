@@ -34,6 +34,7 @@ from runtime.audio import (
     rms,
 )
 from runtime.bank import SpeechCache
+from runtime.memo import remember
 from runtime.spec import read_yaml
 
 
@@ -70,8 +71,8 @@ class ScriptError(Exception):
     """A script file is missing or malformed; the message names the file and field."""
 
 
-_LOADED: dict[str, tuple[tuple[int, int, int], Script]] = {}
-"""Scripts already parsed in this process, by path, with the file's identity when read."""
+_LOADED: dict[tuple[str, int, int, int], Script] = {}
+"""Scripts already parsed in this process, by path and the file's identity when read."""
 
 
 def load_script(path: Path) -> Script:
@@ -83,15 +84,8 @@ def load_script(path: Path) -> Script:
         raise ScriptError(f"{path}: script file not found") from None
     except OSError as exc:
         raise ScriptError(f"{path}: cannot read the script ({exc})") from None
-    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-    hit = _LOADED.get(str(path))
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
-    script = _parse_script(path)
-    if len(_LOADED) >= 512:
-        _LOADED.clear()
-    _LOADED[str(path)] = (stamp, script)
-    return script
+    key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    return remember(_LOADED, key, lambda: _parse_script(path), 512)
 
 
 def _parse_script(path: Path) -> Script:
@@ -195,15 +189,15 @@ class ScriptedAgent:
             raise ValueError(f"scripted agent speaks at {SAMPLE_RATE} Hz, not {config.sample_rate}")
 
     async def send_audio(self, frame: Pcm, t_media_ms: int) -> None:
-        change = self._vad.push(frame)
-        speaking = t_media_ms < self._speaking_until
-        if (
-            change == "onset" and speaking and self._current is not None
-            and self._current.barge_in == "yield"
-        ):
+        if self._yields_to(self._vad.push(frame), t_media_ms):
             self._outbox.append(Interrupted(reason="barge_in"))
             self._speaking_until = t_media_ms
             self._prev_end = t_media_ms
+
+    def _yields_to(self, change: str | None, t: int) -> bool:
+        """A VAD onset while this turn speaks and lets itself be interrupted (a barge-in)."""
+        return (change == "onset" and t < self._speaking_until and self._current is not None
+                and self._current.barge_in == "yield")
 
     async def hear_steady(self, pcm: Pcm, t_media_ms: int) -> int:
         """Hear the whole frames of ``pcm`` from ``t_media_ms`` as :meth:`send_audio` and
@@ -221,7 +215,6 @@ class ScriptedAgent:
         pending = None if self._hung_up or self._next >= len(self.script.turns) else (
             self.script.turns[self._next]
         )
-        yields = self._current is not None and self._current.barge_in == "yield"
         until = self._speaking_until
         frames = len(pcm) // FRAME_SAMPLES
         if is_silent_block(pcm) and not vad.in_speech and vad.threshold > 0:
@@ -259,7 +252,7 @@ class ScriptedAgent:
             t = t_media_ms + i * FRAME_MS
             change = vad.push_level(levels[i])
             stop = False
-            if change == "onset" and yields and t < until:
+            if self._yields_to(change, t):
                 stop = True
             elif pending is not None and t >= due and (change is not None or not asked):
                 asked = True
