@@ -83,12 +83,16 @@ VALIDATION_WRITER = "dev-5"
 a second, smaller held-out check for rule changes (docs/observer_corpus.md)."""
 
 
+def _writer_items(split: Split, writer: str) -> set[str]:
+    return {item.id for path in sorted((corpus_dir() / split).glob("*.yaml"))
+            for f in [load_file(path)] if f.writer == writer for item in f.items}
+
+
 def report(split: Split, tasks: dict[str, TaskSpec], show_errors: bool,
            writer: str | None = None) -> Score:
     items = load_split(split, tasks)
     if writer is not None:
-        ids = {item.id for path in sorted((corpus_dir() / split).glob("*.yaml"))
-               for f in [load_file(path)] if f.writer == writer for item in f.items}
+        ids = _writer_items(split, writer)
         items = [(t, item) for t, item in items if item.id in ids]
         show_errors = False  # never listed
     observers = {t.id: SemanticActObserver(t) for t in tasks.values()}
@@ -114,8 +118,10 @@ def report(split: Split, tasks: dict[str, TaskSpec], show_errors: bool,
     print(f"  read-back check: right values confirmed {right}, wrongly corrected {false_fix}; "
           f"wrong values corrected {caught}, wrongly confirmed {false_yes}")
     if show_errors:
+        hidden = _writer_items(split, VALIDATION_WRITER)
         for item_id, gold, pred in result.errors:
-            print(f"    {item_id}: labelled {gold} | observed {pred}")
+            if item_id not in hidden:  # the validation writer's turns are never listed
+                print(f"    {item_id}: labelled {gold} | observed {pred}")
     return result
 
 

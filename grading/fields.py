@@ -330,7 +330,17 @@ def _spoken_date_text(text: str) -> str:
     text = alpha2digit(unicodedata.normalize("NFKC", text), "en", threshold=0)
     text = re.sub(r"\b(\d{2})\s+o(?:h)?\s+(\d)\b", r"\g<1>0\2", text, flags=re.IGNORECASE)
     # Only the last pair of two-digit groups is a year: "July 12 19 88" → "July 12 1988".
-    return re.sub(r"\b(1\d|20)\s+(\d{2})\b(?!\s*\d)", r"\1\2", text)
+    text = re.sub(r"\b(1\d|20)\s+(\d{2})\b(?!\s*\d)", r"\1\2", text)
+    # A year said by its last two digits after a month and day, closing the phrase:
+    # "July ninth, eighty-eight." → "July 9th, 1988" (the nearest century below 2040).
+    return re.sub(
+        rf"(\b{_MONTH_RX}\s+(?:the\s+)?{_DAY_RX}),\s+'?(\d{{2}})(?=\s*(?:[.;!?]|,\s|$))",
+        lambda m: f"{m.group(1)}, {_two_digit_year(int(m.group(2)))}", text, flags=re.IGNORECASE)
+
+
+def _two_digit_year(yy: int) -> int:
+    """'88 → 1988, '27 → 2027: the century that puts the year before 2040."""
+    return 1900 + yy if yy >= 40 else 2000 + yy
 
 
 def _date_candidate(text: str, require_year: bool) -> str | None:
@@ -807,15 +817,18 @@ def _identifier_in_text(value: Any, text: str) -> ValueFound:
     if not target:
         return "absent"
     compact, candidates = _identifiers_said(text)
-    if target in compact:
+    # A letter O and the digit zero sound alike ("H O five…" for HO-552…): they are one.
+    target = target.replace("O", "0")
+    if target in compact.replace("O", "0"):
         return "match"
-    if candidates - {target}:
+    if {c.replace("O", "0") for c in candidates} - {target}:
         return "mismatch"
     return "absent"
 
 
 def _near(word: str, words: _Words) -> bool:
-    if word in words.all:
+    if word in words.all or f"{word}s" in words.all or (
+            word.endswith("s") and word[:-1] in words.all):
         return True
     if len(word) < 4:
         return False
@@ -843,9 +856,11 @@ def _text_words(text: str) -> _Words:
     return _Words(words, tuple(sorted(w for w in words if len(w) >= 4)))
 
 
-def _tokens_in_text(value: Any, text: str) -> ValueFound:
-    """Free text and names: every content word of the value is said (fuzzily) → match; some
-    but not all → mismatch ("Jamie Rhodes" for Jamie Reyes); none → absent."""
+def _tokens_in_text(value: Any, text: str, restatement: bool = False) -> ValueFound:
+    """Free text and names: every content word of the value is said (fuzzily, a plural for
+    a singular) → match; some but not all → mismatch ("Jamie Rhodes" for Jamie Reyes); none
+    → absent. In a ``restatement``, some words said with nothing in place of the rest (no
+    other word right beside them before a pause) is a shortened form → match."""
     wanted = [w for w in canonical_text(value).split() if w not in _NAME_STOP]
     if not wanted:
         return "absent"
@@ -853,7 +868,31 @@ def _tokens_in_text(value: Any, text: str) -> ValueFound:
     found = [w for w in wanted if _near(w, have)]
     if len(found) == len(wanted):
         return "match"
+    if found and restatement and not _said_in_place(found, text):
+        return "match"
     return "mismatch" if found else "absent"
+
+
+_JOINERS = _NAME_STOP | frozenset({
+    "as", "was", "were", "be", "been", "then", "too", "also", "so", "now", "got", "noted",
+    "it", "that", "this", "here", "there", "yes", "right", "okay", "ok", "thanks", "please",
+    "i", "we", "you", "have", "has", "had", "put", "down", "it's", "that's", "is",
+})
+"""Words that may stand beside a shortened value without taking the place of its rest."""
+
+
+def _said_in_place(found: list[str], text: str) -> bool:
+    """Whether a word right beside the said part of a value, in the same phrase, may stand
+    for its unsaid part ("Jamie Rhodes": "Rhodes" where "Reyes" belongs)."""
+    for phrase in re.split(r"[,.;:!?]|\s-\s", _words_to_digits(text)):
+        words = canonical_text(phrase).split()
+        at = [i for i, w in enumerate(words)
+              if any(_near(f, _Words(frozenset([w]), (w,) if len(w) >= 4 else ())) for f in found)]
+        for i in (range(min(at) - 1, max(at) + 2) if at else ()):
+            if 0 <= i < len(words) and words[i] not in _JOINERS and not any(
+                    _near(f, _Words(frozenset([words[i]]), (words[i],))) for f in found):
+                return True
+    return False
 
 
 def value_in_text(
@@ -864,13 +903,23 @@ def value_in_text(
     tolerance: float = 0.0,
     options: Sequence[str] = (),
     reference: dt.date | None = None,
+    restatement: bool = False,
 ) -> ValueFound:
     """Whether ``text`` (an agent's read-back, a tool result, the task context) states
     ``value``, compared the way the field's grader compares: dates by day (year-less dates
-    against ``reference``), numbers within ``tolerance``, phones in E.164, identifiers as
-    upper-cased alphanumerics (spelled out or not), enums by option, lists item by item,
-    names and free text word by word. Used by the simulated caller to check read-backs and
-    by the provenance check of Process Validity."""
+    against ``reference``), numbers within ``tolerance`` (round thousands also said without
+    them: "one eighty-five" for 185,000, "forty-eight two fifty" for 48,250), phones in
+    E.164, identifiers as upper-cased alphanumerics (spelled out or not, a spoken "O" as
+    zero), enums by option (an option's words said in order, a word shortened or in the
+    plural: "built-in mic"), lists item by item, names and free text word by word. Used by
+    the simulated caller to check read-backs and by the provenance check of Process
+    Validity.
+
+    ``restatement``: the text restates a value the listener already knows (the caller
+    hearing a read-back), so two shortened forms a listener accepts count as said: a date
+    without its year on the right day ("May thirty-first" for 2024-05-31), and part of a
+    name or free text with nothing said in place of the rest ("Jamie" or "Jamie as
+    beneficiary" for Jamie Reyes, but not "Jamie Rhodes")."""
     if is_empty(value) or not text.strip():
         return "absent"
     if grader == "normalized_date":
@@ -878,13 +927,18 @@ def value_in_text(
         found = dates_in_text(text, reference)
         if target is None or not found:
             return "absent"
-        return "match" if target in found else "mismatch"
+        if target in found:
+            return "match"
+        if restatement and (target.month, target.day) in _yearless_days(text):
+            return "match"
+        return "mismatch"
     if grader == "numeric_tolerance":
         number = extract_number(value)
         numbers = numbers_in_text(text)
         if number is None or not numbers:
             return "absent"
-        return "match" if any(abs(n - number) <= tolerance + _EPS for n in numbers) else (
+        heard = (*numbers, *_thousands_dropped(text, number))
+        return "match" if any(abs(n - number) <= tolerance + _EPS for n in heard) else (
             "mismatch")
     if grader == "normalized_phone":
         target_phone = canonical_phone(value)
@@ -895,14 +949,19 @@ def value_in_text(
         return "match" if target_phone in phones else "mismatch"
     if grader == "enum":
         compact_text = _compact(text)
-        said = [o for o in options if _compact(o) and _compact(o) in compact_text]
-        if any(_compact(o) == _compact(value) for o in said) or (
-            _compact(value) and _compact(value) in compact_text
-        ):
+
+        def says(option: str) -> bool:
+            # a short option ("no", "yes") is said as a word, not inside one ("north")
+            c = _compact(option)
+            return bool(c) and ((len(c) >= 5 and c in compact_text)
+                                or _option_words_said(option, text))
+
+        said = [o for o in options if says(o)]
+        if any(_compact(o) == _compact(value) for o in said) or says(str(value)):
             return "match"
-        return "mismatch" if said else "absent"
+        return "mismatch" if said or _other_option_word(value, options, text) else "absent"
     if grader in ("set_f1", "ordered_list"):
-        results = [_tokens_in_text(item, text) for item in split_items(value)]
+        results = [_tokens_in_text(item, text, restatement) for item in split_items(value)]
         if results and all(r == "match" for r in results):
             return "match"
         return "mismatch" if any(r != "absent" for r in results) else "absent"
@@ -917,7 +976,75 @@ def value_in_text(
         return "mismatch" if any(e != "absent" for e in ends) else "absent"
     if grader in ("exact", "casefold_exact") and re.search(r"\d", _as_text(value)):
         return _identifier_in_text(value, text)
-    return _tokens_in_text(value, text)
+    return _tokens_in_text(value, text, restatement)
+
+
+def _thousands_dropped(text: str, number: float) -> list[float]:
+    """The numbers a text says in the short forms people use for round thousands, those
+    equal to ``number`` only: "one eighty-five" (185 for 185,000), "one fifty K" (150,000),
+    "two forty million" (240,000,000), "forty-eight two fifty" (48,250)."""
+    t = _spoken_digits(text)
+    out: list[float] = []
+    scales = {"k": 1e3, "thousand": 1e3, "grand": 1e3, "million": 1e6, "mil": 1e6}
+    # a number said in pairs, then a scale: "1 50 K", "2 40 million"
+    for m in re.finditer(r"(?<![\d.,])\b(\d{1,2})\s(\d{2})\s?(k|thousand|grand|million|mil)\b",
+                         t, re.IGNORECASE):
+        out.append(float(m.group(1) + m.group(2)) * scales[m.group(3).casefold()])
+    # "2 40000000" is how "two forty million" reads once "forty million" is a number
+    for m in re.finditer(r"(?<![\d.,])\b(\d)\s(\d{2})(0{3}|0{6})\b", t):
+        out.append(float(m.group(1) + m.group(2) + m.group(3)))
+    # thousands, then the hundreds said in pairs: "48 2 50" (forty-eight two fifty)
+    for m in re.finditer(r"(?<![\d.,])\b(\d{1,3})\s(\d)\s(\d{2})\b(?![.,]?\s?\d)", t):
+        out.append(float(m.group(1)) * 1e3 + float(m.group(2) + m.group(3)))
+    if number >= 1e4 and number % 1e3 == 0:  # "one eighty-five" base for 185,000
+        out += [n * 1e3 for n in numbers_in_text(text) if 100 <= n < 1e3]
+    return [n for n in out if n == number]
+
+
+_OPTION_STOP = frozenset({"a", "an", "the", "my", "your", "our", "its"})
+
+
+def _option_words_said(option: str, text: str) -> bool:
+    """An enum option's words said in order in ``text``, each as written, in the singular
+    or plural, or shortened to its first three letters or more ("mic" for microphone),
+    articles aside: "built-in mic" says "built-in microphone", "renew with an improvement
+    plan" says "renew with improvement plan", "you'll need sponsorship" says "needs
+    sponsorship"."""
+    want = [w for w in canonical_text(option).split() if w not in _OPTION_STOP]
+    have = [w for w in canonical_text(text).split() if w not in _OPTION_STOP]
+    if not want or len(want) > len(have):
+        return False
+
+    def same(said: str, option_word: str) -> bool:
+        if said == option_word or said.rstrip("s") == option_word.rstrip("s"):
+            return True
+        return len(said) >= 3 and len(option_word) > len(said) + 2 and option_word.startswith(
+            said) and said.isalpha()
+
+    return any(all(same(have[i + j], w) for j, w in enumerate(want))
+               for i in range(len(have) - len(want) + 1))
+
+
+def _other_option_word(value: Any, options: Sequence[str], text: str) -> bool:
+    """A text says a word that only options other than ``value`` have ("the headset" when
+    the value is "built-in microphone" and the others are USB and Bluetooth headsets)."""
+    mine = {w.rstrip("s") for w in canonical_text(value).split()}
+    others = {w.rstrip("s") for o in options if _compact(o) != _compact(value)
+              for w in canonical_text(o).split() if len(w) >= 5} - mine
+    return any(w.rstrip("s") in others for w in canonical_text(text).split())
+
+
+def _yearless_days(text: str) -> set[tuple[int, int]]:
+    """(month, day) of every date a text says without a year ("May thirty-first")."""
+    out: set[tuple[int, int]] = set()
+    for m in _DATES_IN_TEXT.finditer(_spoken_date_text(text)):
+        said = re.sub(r"\b(?:the|of)\b", " ", m.group(0))
+        if parse_spoken_date(said) is not None:
+            continue
+        day = parse_spoken_date(said, require_year=False, base_year=2000)
+        if day is not None:
+            out.add((day.month, day.day))
+    return out
 
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")

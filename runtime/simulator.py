@@ -10,6 +10,7 @@ There is no user LLM or TTS at run time.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -76,6 +77,32 @@ class Chosen:
 
     plan: UserPlan
     trigger: str
+
+
+_NEGATIONS = frozenset({
+    "no", "not", "without", "none", "never", "nor", "cancel", "cancelled", "canceled",
+    "withdrawn", "withdraw", "dropped", "skip", "skipping",
+})
+
+
+def _yes_no_stated(spec: FieldSpec, value: Any, text: str
+                   ) -> Literal["match", "mismatch", "absent"]:
+    """A yes/no choice is restated by naming the field, affirmed or negated ("with a
+    preservation letter" says yes, "no letter then" and "isolation not verified" say no):
+    a negation within four words before the field's name or three after it."""
+    if {o.casefold() for o in spec.options} != {"yes", "no"} or str(value).casefold() not in (
+            "yes", "no"):
+        return "absent"
+    words = re.findall(r"[a-z0-9']+", text.casefold())
+    for name in sorted({spec.label, *spec.synonyms}, key=len, reverse=True):
+        want = re.findall(r"[a-z0-9']+", name.casefold())
+        for i in range(len(words) - len(want) + 1):
+            if words[i:i + len(want)] != want:
+                continue
+            near = words[max(0, i - 4):i] + words[i + len(want):i + len(want) + 3]
+            said = "no" if any(w in _NEGATIONS or w.endswith("n't") for w in near) else "yes"
+            return "match" if said == str(value).casefold() else "mismatch"
+    return "absent"
 
 
 class RevealPolicy:
@@ -173,12 +200,15 @@ class RevealPolicy:
             return "unknown"
         spec, value, _fix = known
         found = value_in_text(spec.grader, value, act.text, tolerance=spec.tolerance,
-                              options=spec.options, reference=self.task.reference_date)
+                              options=spec.options, reference=self.task.reference_date,
+                              restatement=True)
+        if found == "absent" and spec.grader == "enum":
+            found = _yes_no_stated(spec, value, act.text)
         if found == "match":
             return "match"
-        if found == "mismatch" or act.act == "read_back":
+        if found == "mismatch" or (act.act == "read_back" and spec.grader != "enum"):
             return "mismatch"
-        return "unknown"
+        return "unknown"  # a choice said in other words ("the whole office") is not judged
 
     # ------------------------------------------------------------------ approval
 

@@ -609,3 +609,69 @@ def test_year_less_date_without_reference_is_not_a_date() -> None:
 def test_value_in_text(grader: str, value: object, text: str, found: str) -> None:
     assert value_in_text(grader, value, text,  # type: ignore[arg-type]
                          reference=dt.date(2027, 5, 14)) == found
+
+
+MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
+
+
+@pytest.mark.parametrize(("grader", "value", "text", "options", "found"), [
+    # round thousands said without them, and the wrong number still heard as wrong
+    ("numeric_tolerance", 185000, "Got it, one eighty-five base.", [], "match"),
+    ("numeric_tolerance", 185000, "Got it, one eighty base.", [], "mismatch"),
+    ("numeric_tolerance", 150000, "budget one fifty K.", [], "match"),
+    ("numeric_tolerance", 150000, "budget one forty K.", [], "mismatch"),
+    ("numeric_tolerance", 240000000, "Two forty million revenue.", [], "match"),
+    ("numeric_tolerance", 48250, "forty-eight two fifty on the odometer", [], "match"),
+    ("numeric_tolerance", 48250, "forty-eight five twenty on the odometer", [], "mismatch"),
+    ("numeric_tolerance", 40000, "Forty requests per second.", [], "mismatch"),
+    # a year said by its last two digits
+    ("normalized_date", "1988-07-09", "born July ninth, eighty-eight.", [], "match"),
+    ("normalized_date", "1988-07-09", "born July ninth, eighty-nine.", [], "mismatch"),
+    # a spoken O is a zero
+    ("exact", "HO-552907", "H O five five two nine zero seven, thanks.", [], "match"),
+    ("exact", "HO-552907", "H O five five two nine zero one, thanks.", [], "mismatch"),
+    # enum options shortened, in the plural, with an article
+    ("enum", "built-in microphone", "a MacBook with the built-in mic", MIC_OPTIONS, "match"),
+    ("enum", "built-in microphone", "a MacBook with the USB headset", MIC_OPTIONS, "mismatch"),
+    ("enum", "built-in microphone", "a MacBook with the headset", MIC_OPTIONS, "mismatch"),
+    ("enum", "built-in microphone", "the whole office is affected", MIC_OPTIONS, "absent"),
+    ("enum", "needs sponsorship", "you'll need sponsorship",
+     ["authorized without sponsorship", "needs sponsorship"], "match"),
+    ("enum", "renew with improvement plan", "renew with an improvement plan then",
+     ["renew", "renew with improvement plan", "terminate"], "match"),
+    ("enum", "yes", "muster at the north gate", ["yes", "no"], "absent"),
+    # list items in the plural
+    ("set_f1", "LOT-7731, LOT-7732", "lots 7731 and 7732 off press line three", [], "match"),
+    ("set_f1", "LOT-7731, LOT-7732", "lots 7731 and 7733 off press line three", [], "mismatch"),
+])
+def test_value_in_text_spoken_forms(grader: str, value: object, text: str,
+                                    options: list[str], found: str) -> None:
+    assert value_in_text(grader, value, text, options=options,  # type: ignore[arg-type]
+                         reference=dt.date(2026, 6, 1)) == found
+
+
+@pytest.mark.parametrize(("grader", "value", "text", "plain", "restated"), [
+    # a year-less date on the right day restates a date of another year; a wrong day does not
+    ("normalized_date", "2024-05-31", "Oh, May thirty-first, not March.", "mismatch", "match"),
+    ("normalized_date", "2024-05-31", "Oh, May thirtieth, got it.", "mismatch", "mismatch"),
+    ("normalized_date", "2024-05-31", "May thirty-first, twenty twenty-five.", "mismatch",
+     "mismatch"),
+    # part of a name or free text with nothing in place of the rest
+    ("semantic", "Jamie Reyes", "Jamie as beneficiary at a hundred percent", "mismatch",
+     "match"),
+    ("semantic", "Jamie Reyes", "Jamie Rhodes as beneficiary", "mismatch", "mismatch"),
+    ("semantic", "Pine Ridge Dental", "Pine Grove Dental, is that right?", "mismatch",
+     "mismatch"),
+    ("semantic", "cyber insurance renewal", "Got it, the insurance renewal. So when",
+     "mismatch", "match"),
+    ("semantic", "delegating tasks", "Delegating, got it.", "mismatch", "match"),
+    ("semantic", "delegating tasks", "Delegating meetings, got it.", "mismatch", "mismatch"),
+])
+def test_value_in_text_restatement(grader: str, value: object, text: str, plain: str,
+                                   restated: str) -> None:
+    """The shortened forms a listener who knows the value accepts count only in a
+    restatement (the caller's read-back check), never for provenance."""
+    kwargs = {"reference": dt.date(2026, 6, 1)}
+    assert value_in_text(grader, value, text, **kwargs) == plain  # type: ignore[arg-type]
+    assert value_in_text(grader, value, text, restatement=True,  # type: ignore[arg-type]
+                         **kwargs) == restated
