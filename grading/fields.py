@@ -868,7 +868,9 @@ def _tokens_in_text(value: Any, text: str, restatement: bool = False) -> ValueFo
     found = [w for w in wanted if _near(w, have)]
     if len(found) == len(wanted):
         return "match"
-    if found and restatement and not _said_in_place(found, text):
+    proper = all(w[:1].isupper() for w in re.findall(r"[^\W_]+", _as_text(value))
+                 if w.casefold() not in _NAME_STOP)
+    if found and restatement and not _said_in_place(found, text, proper):
         return "match"
     return "mismatch" if found else "absent"
 
@@ -876,21 +878,25 @@ def _tokens_in_text(value: Any, text: str, restatement: bool = False) -> ValueFo
 _JOINERS = _NAME_STOP | frozenset({
     "as", "was", "were", "be", "been", "then", "too", "also", "so", "now", "got", "noted",
     "it", "that", "this", "here", "there", "yes", "right", "okay", "ok", "thanks", "please",
-    "i", "we", "you", "have", "has", "had", "put", "down", "it's", "that's", "is",
+    "i", "we", "you", "have", "has", "had", "put", "down", "it's", "that's", "is", "s",
 })
 """Words that may stand beside a shortened value without taking the place of its rest."""
 
 
-def _said_in_place(found: list[str], text: str) -> bool:
+def _said_in_place(found: list[str], text: str, proper: bool) -> bool:
     """Whether a word right beside the said part of a value, in the same phrase, may stand
-    for its unsaid part ("Jamie Rhodes": "Rhodes" where "Reyes" belongs)."""
+    for its unsaid part ("Jamie Rhodes": "Rhodes" where "Reyes" belongs). For a name
+    (``proper``), only a capitalized word may ("Ray owns the item" shortens Ray Ortiz)."""
     for phrase in re.split(r"[,.;:!?]|\s-\s", _words_to_digits(text)):
-        words = canonical_text(phrase).split()
+        said = re.findall(r"[^\W_]+", phrase)
+        words = [w.casefold() for w in said]
         at = [i for i, w in enumerate(words)
               if any(_near(f, _Words(frozenset([w]), (w,) if len(w) >= 4 else ())) for f in found)]
         for i in (range(min(at) - 1, max(at) + 2) if at else ()):
-            if 0 <= i < len(words) and words[i] not in _JOINERS and not any(
+            if not 0 <= i < len(words) or words[i] in _JOINERS or any(
                     _near(f, _Words(frozenset([words[i]]), (words[i],))) for f in found):
+                continue
+            if not proper or said[i][:1].isupper():
                 return True
     return False
 

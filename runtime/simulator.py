@@ -105,6 +105,54 @@ def _yes_no_stated(spec: FieldSpec, value: Any, text: str
     return "absent"
 
 
+_PERSON_WORDS = frozenset({
+    "name", "manager", "colleague", "physician", "clinician", "doctor", "sponsor",
+    "beneficiary", "technician", "owner", "lead", "contact", "person", "attendees",
+    "supervisor", "covering", "approver", "witness", "witnesses", "provider", "pcp",
+})
+_NOT_PERSON = frozenset({"company", "account", "organization", "practice", "employer",
+                         "firm", "product", "app", "file", "plan", "email", "phone", "number"})
+_PLACE_WORDS = frozenset({"building", "location", "site", "address", "city", "room", "venue",
+                          "where", "office", "branch"})
+
+
+def _answer_kinds(text: str) -> set[str]:
+    """The kinds of answer a question wants, by its question words: "when" a date or a
+    time, "what time" a time, "how many/much" a number, "who" a person, "where" a place."""
+    t = " ".join(re.findall(r"[a-z]+", text.casefold()))
+    kinds: set[str] = set()
+    if re.search(r"\b(what|which) (date|day|days|dates)\b", t) or re.search(r"\bwhen\b", t):
+        kinds.add("date")
+    if re.search(r"\bwhat time\b|\bmorning or afternoon\b|\bwhat hour\b", t):
+        kinds = {"time"}
+    if re.search(r"\bhow (many|much)\b", t):
+        kinds.add("number")
+    if re.search(r"\b(who|whom|whose)\b", t):
+        kinds.add("person")
+    if re.search(r"\bwhere\b", t) and not re.search(
+            r"\bwhere (can|could|should) (we|i)\b|\bwhere\b.*\bfrom\b", t):
+        kinds.add("place")  # not "Where are you calling from?" nor "Where can we reach you?"
+    return kinds
+
+
+def _field_kinds(spec: FieldSpec) -> set[str]:
+    """The kinds of answer a field takes (see :func:`_answer_kinds`)."""
+    words = set(re.findall(r"[a-z]+", f"{spec.name} {spec.label}".casefold().replace("_", " ")))
+    kinds: set[str] = set()
+    if spec.type == "date" or spec.grader == "normalized_date":
+        kinds.add("date")
+    if "time" in words and spec.type != "date":
+        kinds.add("time")
+    if spec.grader == "numeric_tolerance":
+        kinds.add("number")
+    if words & _PERSON_WORDS and not words & _NOT_PERSON and spec.grader not in (
+            "numeric_tolerance", "normalized_date", "normalized_phone"):
+        kinds.add("person")
+    if words & _PLACE_WORDS:
+        kinds.add("place")
+    return kinds
+
+
 class RevealPolicy:
     """Chooses the caller's next plans from what has been observed. Pure bookkeeping, no
     audio. Both the frozen simulator and a live participant's cue mode run it.
@@ -327,6 +375,16 @@ class RevealPolicy:
                                   if isinstance(p.when, TriggerAsk) and act.field in p.when.fields)
                 if add(plan, f"ask:{act.field}") and plan is not None:
                     covered.update(plan.when.fields)  # type: ignore[union-attr]
+        # A question that names no field: the one the caller has not answered yet that the
+        # question's kind of answer or its choices fit ("When did this start?", "A laptop or a
+        # desktop?").
+        for act in acts:
+            if act.act == "ask" and act.field is None:
+                plan = self._answer_by_kind(act.text, covered | {
+                    f for c in out for f in getattr(c.plan.when, "fields", ())})
+                if plan is not None and isinstance(plan.when, TriggerAsk) and add(
+                        plan, f"ask_kind:{plan.when.fields[0]}"):
+                    covered.update(plan.when.fields)
         # 4. Offers of something other than a gated action.
         for act in acts:
             if act.act == "offer":
@@ -360,6 +418,26 @@ class RevealPolicy:
             if plan is not None:
                 return self._idle([Chosen(plan, "stalled")])
         return []
+
+    def _answer_by_kind(self, text: str, covered: set[str]) -> UserPlan | None:
+        """The answer to a question that names no field, when exactly one answer the caller
+        has not given yet fits it: by the choices it offers (two options of one enum field),
+        else by the kind of answer its question word wants (a date, a time, a number, a
+        person, a place). None when none fits, or several do (the caller asks back)."""
+        open_plans = {p.id: (p, set(p.when.fields)) for p in self.task.plans
+                      if isinstance(p.when, TriggerAsk) and p.id not in self.spoken
+                      and not set(p.when.fields) & covered}
+        specs = {f.name: f for a in self.task.artifacts for f in a.fields}
+        fields = [specs[f] for _p, names in open_plans.values() for f in names if f in specs]
+        chosen = {f.name for f in fields if f.grader == "enum" and sum(
+            value_in_text("enum", o, text, options=f.options) == "match" for o in f.options) >= 2}
+        if not chosen:
+            kinds = _answer_kinds(text)
+            chosen = {f.name for f in fields if kinds & _field_kinds(f)}
+        plans = [(p, names) for p, names in open_plans.values() if names & chosen]
+        if len({frozenset(names) for _p, names in plans}) != 1:
+            return None
+        return self._best(p for p, _names in plans)  # one answer, perhaps in versions
 
     def _done(self, chosen: list[Chosen]) -> list[Chosen]:
         self._idle_answers = 0

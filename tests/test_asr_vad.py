@@ -194,7 +194,18 @@ def test_agent_channel_wer_on_a_run(tmp_path: Path, asr: WhisperASR) -> None:
     truncated = [t for t in report.turns if t.truncated]
     assert truncated, "the oracle run of apexv1_070 holds a barge-in"
     assert all(t not in report.scored for t in truncated)
-    # espeak-ng through tiny.en: understandable, not perfect.
-    assert report.wer < 0.35, [(t.transcript, t.heard) for t in report.scored]
+    # espeak-ng through tiny.en: understandable, not perfect. 0.355 on 2026-12-02 (espeak-ng
+    # 1.51+dfsg-10+deb12u2), just over the 0.35 this bound had been, on code that had passed
+    # it the day before: the bound checks that the agent channel holds the agent's words turn
+    # by turn, it is not a quality bar (bench/bench_speech.py measures that). The same
+    # recognition scored against the wrong turns (each heard text against the next turn's
+    # words) is far above it (1.11 that day): the bound tells a working channel from a broken
+    # one.
+    assert report.wer < 0.45, [(t.transcript, t.heard) for t in report.scored]
+    scored = report.scored
+    shifted = [wer_counts(a.transcript, b.heard) for a, b in zip(scored, scored[1:] + scored[:1],
+                                                                   strict=True)]
+    wrong = sum(c.errors for c in shifted) / sum(c.reference_words for c in shifted)
+    assert wrong > 0.8, wrong
     first = report.turns[0]
     assert first.heard and first.counts.reference_words == len(normalize_words(first.transcript))
