@@ -408,11 +408,6 @@ _ADDITIONAL = _rx(
     r"\bin addition\b", r"\badditionally\b",
 )
 """A proposal of one more thing besides the task's own ("… as well?", "… too?")."""
-_STATE_WORDS = frozenset({
-    "updated", "revised", "corrected", "full", "signed", "current", "finished", "draft",
-    "ready", "filled", "done", "amended", "pending", "finalized", "approved", "checked",
-})
-"""Words that say which state the artifact is in ("the updated request")."""
 _OTHER_VERSION = frozenset({"last", "previous", "old", "prior", "other", "earlier"})
 """Words that make an object named like the artifact another one of its kind."""
 _GENERIC_PROCEED = _rx(
@@ -1293,25 +1288,21 @@ class SemanticActObserver:
 
     def _object_stems(self, w: list[str], j: int) -> set[str]:
         """Content words of the phrase after a verb ending at ``j`` (up to a preposition)."""
-        return set(self._object_words(w, j))
-
-    def _object_words(self, w: list[str], j: int) -> list[str]:
-        """:meth:`_object_stems` in the order said (the last one is the phrase's head)."""
-        out: list[str] = []
+        out: set[str] = set()
         k = j
         while k < len(w) and w[k] in ("you", "me", "us", "him", "her", "them"):
             k += 1  # an indirect object: "send you a copy"
             if k < len(w) and w[k] in ("in", "into", "on", "up", "for"):
                 k += 1  # "enroll you in the wellness program", "sign you up for ..."
         if k < len(w) and w[k] in ("a", "an", "another"):
-            return ["another"]  # "submit a request for your records": something new
+            return {"another"}  # "submit a request for your records": something new
         j = k
         while k < len(w) and k < j + 7:
             x = w[k]
             if x in _OBJECT_STOP:
                 break
             if x not in _OBJECT_SKIP:
-                out.append(_stem(x))
+                out.add(_stem(x))
             k += 1
         return out
 
@@ -1332,14 +1323,7 @@ class SemanticActObserver:
             if not self._agent_does(w, i):
                 continue  # "did the other insurer send over ...": someone else's act
             end = i + max(len(q) for q in seqs)
-            said = self._object_words(w, end)
-            obj = set(said)
-            if any(x in r.artifact_words for r in self._rules for x in said) and any(
-                    x not in _GENERIC_OBJECT and x not in _STATE_WORDS
-                    and not any(x in r.artifact_words for r in self._rules) for x in said):
-                # "the intake checklist", "the headcount plan": named like the artifact, but
-                # another thing
-                obj.add("another")
+            obj = self._object_stems(w, end)
             if obj & _OTHER_VERSION:
                 obj.add("another")  # "last year's plan", "the old request"
             rules = [r for r in self._rules
