@@ -94,6 +94,10 @@ VOICE_RMS = 300.0
 """Frame energy counted as voice for the speculative cut (the EnergyVAD's default threshold;
 a VAD with a ``threshold`` attribute above 1 sets it)."""
 
+STALL_FRAMES = 5
+"""Consecutive underruns (200 ms) after which a missing microphone counts as quiet: the device
+stalled or is gone. Fewer are audio that is late, not a pause (see ``next_frame``)."""
+
 CueKind = Literal["correct", "approve", "revoke", "world_event", "duplex", "goodbye", "inform"]
 
 GUIDANCE = (
@@ -487,6 +491,8 @@ class LiveParticipant:
         self._buf: Pcm = np.zeros(0, dtype=np.int16)
         self._frame_waiter: Callable[[], None] | None = None
         """Set by a realtime media clock that waits for the next whole frame (FramePacer)."""
+        self._missing = 0
+        """Consecutive frames taken on an underrun (silence standing in for late audio)."""
         self._counts = {"frames_in": 0, "frames_out": 0, "underruns": 0,
                         "samples_in": 0, "dropped_samples": 0}
         # Conversation state.
@@ -555,14 +561,15 @@ class LiveParticipant:
         with self._buf_lock:
             self._frame_waiter = wake
 
-    def _take_frame(self) -> Pcm:
+    def _take_frame(self) -> tuple[Pcm, bool]:
+        """The next 40 ms of microphone audio, and whether it is an underrun (silence)."""
         with self._buf_lock:
             self._counts["frames_out"] += 1
             if len(self._buf) < FRAME_SAMPLES:
                 self._counts["underruns"] += 1
-                return silence()
+                return silence(), True
             frame, self._buf = self._buf[:FRAME_SAMPLES].copy(), self._buf[FRAME_SAMPLES:]
-            return frame
+            return frame, False
 
     @property
     def stats(self) -> dict[str, int]:
@@ -698,8 +705,18 @@ class LiveParticipant:
 
     def next_frame(self, t_ms: int) -> UserFrame:
         """The participant's 40 ms frame at ``t_ms`` with the events it caused. Never blocks
-        on ASR unless ``transcribe_inline``."""
-        pcm = self._take_frame()
+        on ASR unless ``transcribe_inline``.
+
+        An underrun (the microphone's audio for this frame has not arrived: network or
+        scheduling jitter) is silence on the media clock and in the trace, but it is missing
+        audio, not a pause (``UserFrame.late``: the agent is not sent it either): the VAD
+        and the utterance skip it, so holes neither lengthen a pause into an end of
+        utterance (splitting "Hold on, don't send it! I need to end on the 11th." in two)
+        nor reach the recognizer. From :data:`STALL_FRAMES` consecutive underruns on, the
+        silence counts (a stalled or departed microphone ends the utterance)."""
+        pcm, missing = self._take_frame()
+        self._missing = self._missing + 1 if missing else 0
+        heard = self._missing == 0 or self._missing >= STALL_FRAMES
         with self._lock:
             self._now = t_ms
             events, self._outbox = self._outbox, []
@@ -728,10 +745,10 @@ class LiveParticipant:
             ):
                 _, plan, trigger = self._queue.pop(0)
                 self._make_pending(plan, trigger, t_ms, events)
-            if self._utt is not None:
+            if self._utt is not None and heard:
                 self._utt.frames.append(pcm)
                 self._track_voice(self._utt, pcm)
-            change = self._vad.push(pcm)
+            change = self._vad.push(pcm) if heard else None
             if change == "onset" and self._utt is None:
                 self._start_utterance(t_ms, pcm, events)
             elif change == "end" and self._utt is not None:
@@ -741,10 +758,11 @@ class LiveParticipant:
                     # Already decided when the speculative transcription finished during
                     # the VAD's end-of-utterance quiet: applied on this very frame.
                     auth = self._collect_results(t_ms, tail)
-            if self._utt is None:
+            if self._utt is None and heard:
                 self._preroll.append(pcm)
             events.extend(tail)
-            return UserFrame(pcm=pcm, events=events, authorization=auth, ends_session=ends)
+            return UserFrame(pcm=pcm, events=events, authorization=auth, ends_session=ends,
+                             late=not heard)
 
     # ------------------------------------------------------------------ the card
 
@@ -965,6 +983,8 @@ class LiveParticipant:
             fut: Future[_Result] = Future()
 
             def finish(done: Future[tuple[str, str, str]], job: _Job = job) -> None:
+                if not fut.set_running_or_notify_cancel():
+                    return  # close() cancelled it: the session is over
                 try:
                     text, error, name = done.result()
                 except BaseException as exc:  # cancelled by close(), or a worker fault

@@ -478,7 +478,8 @@ class Orchestrator:
                     last_activity = t
                 if self.user.speaking:
                     last_activity = t
-                await self.agent.send_audio(frame.pcm, t)
+                if not frame.late:  # late microphone audio is sent when it arrives
+                    await self.agent.send_audio(frame.pcm, t)
                 # Agent side.
                 for ev in await self.agent.poll(t):
                     if isinstance(ev, AudioDelta):

@@ -117,8 +117,10 @@ _PLACE_WORDS = frozenset({"building", "location", "site", "address", "city", "ro
 
 
 def _answer_kinds(text: str) -> set[str]:
-    """The kinds of answer a question wants, by its question words: "when" a date or a
-    time, "what time" a time, "how many/much" a number, "who" a person, "where" a place."""
+    """The kinds of answer a question wants, by its question words: "when" or "what/which
+    day" a date (a "when" alone never binds a time field: "When is good?" names no time),
+    "what time" or "morning or afternoon" a time only, "how many/much" a number, "who" a
+    person, "where" a place."""
     t = " ".join(re.findall(r"[a-z]+", text.casefold()))
     kinds: set[str] = set()
     if re.search(r"\b(what|which) (date|day|days|dates)\b", t) or re.search(r"\bwhen\b", t):
@@ -529,6 +531,11 @@ class UserFrame:
     """Live participants only: the authorization read from their speech (never from a plan)."""
     ends_session: bool = False
     """Live participants only: the utterance attributed to an ``ends_session`` plan ended."""
+    late: bool = False
+    """Live participants only: the microphone's audio for this frame has not arrived (an
+    underrun short of a stall). ``pcm`` is silence on the media clock and in the trace, but
+    it is not a pause: the agent is not sent it (the late audio follows in order, so a
+    provider's VAD hears no hole), and the participant's VAD and recognizer skip it."""
 
 
 class UserSource(Protocol):

@@ -33,10 +33,12 @@ from runtime.events import (
     Event,
     ToolCall,
     UserPlanEvent,
+    UserSpeechStart,
     UserTranscript,
     read_events,
 )
 from runtime.live_user import (
+    STALL_FRAMES,
     LiveParticipant,
     RoleCard,
     field_gold_strings,
@@ -389,6 +391,89 @@ def test_buffer_is_bounded_and_underruns_are_silence() -> None:
         p.push_audio(np.zeros(960, dtype=np.float32))
     with pytest.raises(ValueError, match="mono int16"):
         p.push_audio(np.zeros((960, 2), dtype=np.int16))
+
+
+class _HeardASR:
+    """Records the audio each utterance sent to the recognizer."""
+
+    name = "heard"
+
+    def __init__(self) -> None:
+        self.heard: list[Pcm] = []
+
+    def transcribe(self, pcm: Pcm, sample_rate: int = SAMPLE_RATE, *,
+                   prompt: str | None = None) -> str:
+        self.heard.append(pcm)
+        return "hold on"
+
+
+def _sentence(pause_frames: int = 10) -> tuple[list[Pcm], Pcm]:
+    """Two bursts of voice with a ``pause_frames`` pause, as 40 ms device frames, and all of
+    it as one array."""
+    voice = _loud(600)
+    frames = [voice[k:k + FRAME_SAMPLES] for k in range(0, len(voice), FRAME_SAMPLES)]
+    sentence = [*frames, *[silence(FRAME_SAMPLES)] * pause_frames, *frames]
+    return sentence, np.concatenate(sentence)
+
+
+def _feed(p: LiveParticipant, frames: list[Pcm], holes: set[int],
+          tail: int = 40) -> list[Event]:
+    """Deliver ``frames`` in order, one per media frame, except that nothing arrives before
+    the media frames in ``holes`` (the device is late: an underrun, and everything after it
+    comes a frame later); then ``tail`` quiet frames."""
+    events: list[Event] = []
+    queue = [*frames, *[silence(FRAME_SAMPLES)] * tail]
+    t = 0
+    for tick in range(len(queue) + len(holes)):
+        if tick not in holes and queue:
+            p.push_audio(queue.pop(0))
+        events += p.next_frame(t).events
+        t += FRAME_MS
+    return events
+
+
+def test_late_microphone_audio_is_not_a_pause() -> None:
+    """Underruns inside a pause of 400 ms (the realization's own, between two sentences) do
+    not stretch it past the VAD's 640 ms end of utterance: one utterance, and the recognizer
+    gets the voice without holes. The same frames as real quiet split it in two; a microphone
+    that stops for good still ends the utterance."""
+    task = TASKS["apexv1_070"]
+    late = {16, 18, 20, 22, 24, 26, 28}  # seven underruns in the pause (as seen in CI)
+    frames, sent = _sentence()
+    asr = _HeardASR()
+    p = LiveParticipant(task, asr=asr, transcribe_inline=True)
+    events = _feed(p, frames, late)
+    starts = [e for e in events if isinstance(e, UserSpeechStart)]
+    assert len(starts) == 1 and p.stats["underruns"] >= len(late)
+    assert len(asr.heard) == 1
+    heard = asr.heard[0]
+    whole = np.concatenate([sent, silence(len(heard))])
+    starts_at = [k for k in range(0, len(sent), FRAME_SAMPLES)
+                 if np.array_equal(whole[k:k + len(heard)], heard)]
+    assert starts_at and starts_at[0] <= FRAME_SAMPLES  # the voice, in order, without a hole
+
+    # The control: the pause really is 7 frames longer (quiet delivered on time).
+    p2 = LiveParticipant(task, asr=_HeardASR(), transcribe_inline=True)
+    frames2, _ = _sentence(pause_frames=10 + len(late))
+    events2 = _feed(p2, frames2, set())
+    assert len([e for e in events2 if isinstance(e, UserSpeechStart)]) == 2
+
+    # A microphone that stops mid-utterance: the utterance ends once the stall counts.
+    p3 = LiveParticipant(task, asr=_HeardASR(), transcribe_inline=True)
+    voice = _loud(600)
+    t = 0
+    for k in range(0, len(voice), FRAME_SAMPLES):
+        p3.push_audio(voice[k:k + FRAME_SAMPLES])
+        p3.next_frame(t)
+        t += FRAME_MS
+    assert p3.speaking
+    late_flags = []
+    for _ in range(STALL_FRAMES + 16):  # nothing delivered: stall, then the VAD's hangover
+        late_flags.append(p3.next_frame(t).late)
+        t += FRAME_MS
+    assert not p3.speaking
+    # Late frames are not sent to the agent until the stall counts as quiet.
+    assert late_flags == [True] * (STALL_FRAMES - 1) + [False] * 17
 
 
 def test_push_from_another_thread_while_frames_are_taken() -> None:
