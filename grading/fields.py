@@ -890,11 +890,12 @@ def _said_in_place(found: list[str], text: str, proper: bool) -> bool:
     for phrase in re.split(r"[,.;:!?]|\s-\s", _words_to_digits(text)):
         said = re.findall(r"[^\W_]+", phrase)
         words = [w.casefold() for w in said]
-        at = [i for i, w in enumerate(words)
-              if any(_near(f, _Words(frozenset([w]), (w,) if len(w) >= 4 else ())) for f in found)]
+        # Which words of the phrase are (near) a said word of the value.
+        ours = [any(_near(f, _Words(frozenset([w]), (w,) if len(w) >= 4 else ())) for f in found)
+                for w in words]
+        at = [i for i, mine in enumerate(ours) if mine]
         for i in (range(min(at) - 1, max(at) + 2) if at else ()):
-            if not 0 <= i < len(words) or words[i] in _JOINERS or any(
-                    _near(f, _Words(frozenset([words[i]]), (words[i],))) for f in found):
+            if not 0 <= i < len(words) or words[i] in _JOINERS or ours[i]:
                 continue
             if not proper or said[i][:1].isupper():
                 return True
@@ -1010,14 +1011,20 @@ def _thousands_dropped(text: str, number: float) -> list[float]:
 _OPTION_STOP = frozenset({"a", "an", "the", "my", "your", "our", "its"})
 
 
+@lru_cache(maxsize=_TEXT_CACHE)
+def _option_words(text: str) -> tuple[str, ...]:
+    """A text's words, articles and the like aside (:func:`_option_words_said` compares
+    every option with the same text: it is split once)."""
+    return tuple(w for w in canonical_text(text).split() if w not in _OPTION_STOP)
+
+
 def _option_words_said(option: str, text: str) -> bool:
     """An enum option's words said in order in ``text``, each as written, in the singular
     or plural, or shortened to its first three letters or more ("mic" for microphone),
     articles aside: "built-in mic" says "built-in microphone", "renew with an improvement
     plan" says "renew with improvement plan", "you'll need sponsorship" says "needs
     sponsorship"."""
-    want = [w for w in canonical_text(option).split() if w not in _OPTION_STOP]
-    have = [w for w in canonical_text(text).split() if w not in _OPTION_STOP]
+    want, have = _option_words(option), _option_words(text)
     if not want or len(want) > len(have):
         return False
 
