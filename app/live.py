@@ -58,7 +58,7 @@ from app.rtc import (
     drain_track,
 )
 from runtime.agents.base import InfrastructureError
-from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm
+from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm, rms
 from runtime.campaign import AgentFactory
 from runtime.events import (
     AgentSpeechStart,
@@ -67,6 +67,7 @@ from runtime.events import (
     Event,
     SessionEnd,
 )
+from runtime.live_user import VOICE_RMS
 from runtime.orchestrator import ClockMode, Orchestrator, RunResult
 from runtime.recovery import (  # noqa: F401  (repair_wav_header: re-exported for callers)
     finished_run,
@@ -628,7 +629,9 @@ class LiveCall:
         if self.state != "running":
             return
         with self._mic_lock:
-            cut = min(self._mic_trim, len(pcm))
+            # Latency is taken back in the participant's quiet, never out of their voice.
+            cut = min(self._mic_trim, len(pcm)) if (
+                self._mic_trim and rms(pcm) < VOICE_RMS) else 0
             self._mic_trim -= cut
         if cut:
             self.mic_trimmed += cut
@@ -642,10 +645,16 @@ class LiveCall:
         the participant's buffer that the steady 40 ms consumption never drains, adding that
         much latency for the rest of the call. When the buffer never fell below
         ``MIC_QUEUE_TARGET`` samples during the last second, the excess is skipped from the
-        next microphone audio (counted in ``mic_trimmed``)."""
+        next quiet microphone audio (below the VAD's voice level: a cut inside a word would
+        clip what the agent and the recognizer hear), counted in ``mic_trimmed``. The queue
+        is measured again once that trim has been taken."""
         stats = getattr(self.participant, "stats", None)
         if not isinstance(stats, dict):
             return
+        with self._mic_lock:
+            if self._mic_trim:  # still waiting for quiet to take the last excess from
+                self._mic_levels.clear()
+                return
         self._mic_levels.append(int(stats.get("buffered_samples", 0)))
         if len(self._mic_levels) == self._mic_levels.maxlen:
             excess = min(self._mic_levels) - MIC_QUEUE_TARGET
