@@ -727,3 +727,38 @@ async def test_gold_scan_of_two_sessions_driven_by_a_robot_participant(tmp_path:
     assert rows[0].run_dir == f"study-b/{world.study_id}/P01/1-apexv1_070"
     assert _person(world, "P01").finished_at is not None
     await app.state.live.close()
+
+
+async def test_the_stream_never_ends_with_the_status_of_a_running_call(tmp_path: Path) -> None:
+    """The call ends between the stream reading its status and checking whether it is done:
+    the final ``end`` still carries the ended state (the page shows the link to the next
+    session only then; a stale "running" left it hidden, seen in the browser test)."""
+    world = _setup(tmp_path)
+    app = world.app
+    app.state.live = _robot_calls(world)
+    a = world.tokens["P01"]
+    sid = world.sessions["P01"][0]
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        page = (await http.get(f"/p/{a}/consent")).text
+        await http.post(f"/p/{a}/consent", data={"csrf_token": _csrf(page), "decision": "agree"})
+        page = (await http.get(f"/p/{a}/mic")).text
+        await http.post(f"/p/{a}/mic", data={"csrf_token": _csrf(page), "headphones": "yes"})
+        base = f"/p/{a}/s/{sid}"
+        assert (await http.get(base)).status_code == 200
+        call = app.state.live.get(sid)
+        assert call is not None and call.state == "waiting"
+        real_status = call.status
+
+        def status_then_end() -> dict[str, Any]:
+            status = real_status()
+            if call.state == "waiting":
+                call.state = "incomplete"  # the call ends right after its status was read
+                call.signal.notify()
+            return status
+
+        call.status = status_then_end  # type: ignore[method-assign]
+        body = (await asyncio.wait_for(http.get(f"{base}/events"), 30)).text
+    messages = _sse_messages(body)
+    assert messages[-1][0] == "end"
+    assert messages[-1][1]["state"] == "incomplete"

@@ -209,6 +209,8 @@ async def demo_events(request: Request, session_id: str, user: UserDep,
             sent_card: dict[str, Any] | None = None
             while True:
                 changed = session.changed()
+                # Read first: the last events, card and status sent are never older than it.
+                finished = session.done and session.graded
                 while index < len(session.events):
                     seq, data = session.events[index]
                     index += 1
@@ -221,7 +223,7 @@ async def demo_events(request: Request, session_id: str, user: UserDep,
                 if status != sent_status:
                     sent_status = status
                     yield _sse("state", json.dumps(status))
-                if session.done and session.graded and index >= len(session.events):
+                if finished and index >= len(session.events):
                     yield _sse("end", json.dumps(status))
                     return
                 try:

@@ -518,6 +518,10 @@ async def p_events(request: Request, db: SessionDep, who: InviteeDep, session_id
             sent_status: dict[str, Any] | None = None
             while True:
                 changed = call.signal.changed()
+                # Read before the status: a call that ends in between must not end the stream
+                # with the status of a running call (the page would keep "End call" and hide
+                # the link to the next session).
+                done = call.done
                 card = call.card()
                 if card != sent_card:
                     sent_card = card
@@ -526,7 +530,7 @@ async def p_events(request: Request, db: SessionDep, who: InviteeDep, session_id
                 if status != sent_status:
                     sent_status = status
                     yield _sse("state", json.dumps(status))
-                if call.done:
+                if done:
                     yield _sse("end", json.dumps(status))
                     return
                 try:
