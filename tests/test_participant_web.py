@@ -459,6 +459,14 @@ def test_captions_show_a_turn_once_it_is_spoken_and_cut_where_it_was_cut() -> No
     assert [c["turn"] for c in captions.view()] == [3, 4, 5]  # the last three turns
 
 
+async def _agree_and_pass_the_mic_check(http: httpx.AsyncClient, token: str) -> None:
+    """The participant's steps before the sessions: consent, then the microphone check."""
+    page = (await http.get(f"/p/{token}/consent")).text
+    await http.post(f"/p/{token}/consent", data={"csrf_token": _csrf(page), "decision": "agree"})
+    page = (await http.get(f"/p/{token}/mic")).text
+    await http.post(f"/p/{token}/mic", data={"csrf_token": _csrf(page), "headphones": "yes"})
+
+
 def _robot_calls(world: World) -> LiveCallManager:
     """Live calls on the virtual clock whose participant is a BankRobot: it speaks the bank
     realization of each plan the policy expects, and its ASR returns that text."""
@@ -494,10 +502,7 @@ async def test_captions_show_the_agents_words_and_nothing_else(tmp_path: Path) -
     task = find_task(world.tasks["P02"][0])
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        page = (await http.get(f"/p/{b}/consent")).text
-        await http.post(f"/p/{b}/consent", data={"csrf_token": _csrf(page), "decision": "agree"})
-        page = (await http.get(f"/p/{b}/mic")).text
-        await http.post(f"/p/{b}/mic", data={"csrf_token": _csrf(page), "headphones": "yes"})
+        await _agree_and_pass_the_mic_check(http, b)
         base = f"/p/{b}/s/{sid}"
         first = await http.get(base)
         assert 'id="captions"' in first.text
@@ -659,10 +664,7 @@ async def test_gold_scan_of_two_sessions_driven_by_a_robot_participant(tmp_path:
                 r = await http.get(path, follow_redirects=True)
                 _scan(r.text, task, volunteer, path)
                 scanned += 1
-        page = (await http.get(f"/p/{a}/consent")).text
-        await http.post(f"/p/{a}/consent", data={"csrf_token": _csrf(page), "decision": "agree"})
-        page = (await http.get(f"/p/{a}/mic")).text
-        await http.post(f"/p/{a}/mic", data={"csrf_token": _csrf(page), "headphones": "yes"})
+        await _agree_and_pass_the_mic_check(http, a)
         for sid, task_id in zip(world.sessions["P01"], world.tasks["P01"], strict=True):
             task = find_task(task_id)
             base = f"/p/{a}/s/{sid}"
@@ -740,10 +742,7 @@ async def test_the_stream_never_ends_with_the_status_of_a_running_call(tmp_path:
     sid = world.sessions["P01"][0]
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        page = (await http.get(f"/p/{a}/consent")).text
-        await http.post(f"/p/{a}/consent", data={"csrf_token": _csrf(page), "decision": "agree"})
-        page = (await http.get(f"/p/{a}/mic")).text
-        await http.post(f"/p/{a}/mic", data={"csrf_token": _csrf(page), "headphones": "yes"})
+        await _agree_and_pass_the_mic_check(http, a)
         base = f"/p/{a}/s/{sid}"
         assert (await http.get(base)).status_code == 200
         call = app.state.live.get(sid)
