@@ -789,11 +789,15 @@ def unit_numbers(text: str, unit: Literal["percent", "money"]) -> list[float]:
     return [float(n) for n in found]
 
 
+_AS_IN = re.compile(r"\b([A-Z])\s+(?:as|like) in\s+[A-Za-z]+\b")
+"""A letter said with its spelling word: "F as in Frank"."""
+
+
 @lru_cache(maxsize=_TEXT_CACHE)
 def _spelled_runs(text: str) -> str:
     """Spoken numbers to digits and letters/digits said one at a time joined up:
-    "E, 4, 4, 7, 1" → "E4471", "H O 5 5 2" → "HO552"."""
-    t = _words_to_digits(text)
+    "E, 4, 4, 7, 1" → "E4471", "H O 5 5 2" → "HO552", "E as in echo, four, ..." → "E4..."."""
+    t = _words_to_digits(_AS_IN.sub(r"\1", text))
     return re.sub(
         r"\b[A-Za-z0-9](?:[\s,.-]+[A-Za-z0-9]\b)+",
         lambda m: re.sub(r"[\s,.-]+", "", m.group(0)), t,

@@ -125,7 +125,67 @@ def split_sentences(text: str) -> list[str]:
     tail = text[begin:].strip()
     if tail:
         out.append(tail)
+    out = [q for s in out for p in _run_on_tag(s) for q in _run_on_questions(p)]
     return [s for s in out if re.search(r"[A-Za-z0-9]", s)]
+
+
+_RUN_ON_TAG = re.compile(
+    r"\s+((?:is|would) (?:that|this|it) (?:be )?(?:ok|okay|alright|all right|fine|good)"
+    r"(?: with you| by you| for you)?|(?:are )?you (?:ok|okay|good|fine|alright|happy) with "
+    r"(?:that|this|it)|(?:does )?(?:that|this) (?:sound|work) (?:ok|okay|good|alright|all right)"
+    r"(?: with you| for you)?|(?:ok|okay|alright|all right) with you|right|yeah|yes|correct)"
+    r"\s*[?.!]?$",
+    re.IGNORECASE)
+
+
+_RUN_ON_QUESTION = re.compile(
+    r"(?:^|\b(?:um|uh|so|and|ok|okay|right|alright|thanks|first|now|then)\s+)"
+    r"(?=(?:what|whats|what's|who|whos|who's|when|where|which|how|can i|could i|may i|can you|"
+    r"could you|would you|will you|do you|did you|did the|did it|did he|did she|did they|is "
+    r"there|are there|was there|were there|was anyone|was anybody|were you|are you|is it|is "
+    r"that|is your|are they|have you|has the)\b)", re.IGNORECASE)
+"""Where a question starts in an unpunctuated transcript: at its start or after a filler."""
+
+
+def _run_on_questions(sentence: str) -> list[str]:
+    """An unpunctuated transcript ("hi grace thanks for holding um can i grab your account ID
+    first", "whats the tag number and uh did the try-start show zero energy") split where
+    its questions start, each question with its question mark."""
+    if re.search(r"[,;:.?!]", sentence):
+        return [sentence]
+    starts = [m.end() for m in _RUN_ON_QUESTION.finditer(sentence)]
+    if not starts:
+        return [sentence]
+    cuts = sorted({0, *starts})
+    pieces = [sentence[a:b].strip() for a, b in zip(cuts, [*cuts[1:], len(sentence)],
+                                                           strict=True)]
+    out = []
+    for k, piece in enumerate(pieces):
+        piece = _TRAILING_FILLER.sub("", piece).strip()
+        if piece:
+            out.append(piece + ("?" if cuts[k] in starts else "."))
+    return out
+
+
+_TRAILING_FILLER = re.compile(
+    r"(?:\s*\b(?:um|uh|so|and|ok|okay|right|alright|then|now|first)\b)+\s*$", re.IGNORECASE)
+
+
+def _run_on_tag(sentence: str) -> list[str]:
+    """An unpunctuated transcript's closing tag ("... lodge this now is that okay", "...
+    filing it you okay with that", "... for a family trip right") is the question it asks.
+    Only in a sentence with no punctuation before the tag and no full stop after it: a tag
+    after a comma is already the sentence's, and "... until you said yes." asks nothing."""
+    m = _RUN_ON_TAG.search(sentence)
+    if m is None or re.search(r"[,;:.?!]", sentence[:m.start()]) or len(
+            sentence[:m.start()].split()) < 3 or sentence.rstrip().endswith((".", "!")):
+        return [sentence]
+    body, tag = sentence[:m.start()].strip(), m.group(1)
+    if tag.lower() in ("right", "yeah", "yes", "correct"):
+        if re.search(r"\b(all|turn|on the|to the)$", body, re.IGNORECASE):
+            return [sentence]  # "that's all right", "turn right"
+        return [f"{body}, {tag}?"]  # "... for a family trip right": a tag question
+    return [body + ".", tag + "?"]
 
 
 # --------------------------------------------------------------------------- normalization
@@ -144,6 +204,7 @@ _CONTRACTIONS: list[tuple[re.Pattern[str], str]] = [
         (r"'ve\b", " have"),
         (r"'ll\b", " will"),
         (r"'d\b", " would"),
+        (r"\b(what|that|there|where|who|how)s\b", r"\1 is"),  # ASR: "whats the contractor id"
         (r"\bgonna\b", "going to"),
         (r"\bwanna\b", "want to"),
         (r"\bgotta\b", "got to"),
@@ -233,6 +294,9 @@ _GREET = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
     r"\bwhat can (i|we) (do|help)( you)? (for|with)\b",
     r"\bhow are you( doing)?( today| this (morning|afternoon|evening))?$",
+    # the desk's opening question, "how can I help?" in other words
+    r"^(so |and )?(what (have|has) (you|we) got for (me|us)|what seems to be the (problem|"
+    r"trouble|issue)|what is going on|what is up|what brings you (in|here|to us))( today)?$",
 )
 _GREET_STATEMENT = _rx(
     r"^(you have reached|this is|my name is|i am \w+ (from|with|at|on))\b",
@@ -247,6 +311,8 @@ _GREET_PREFIX = re.compile(
 _CLOSE_ANY = _rx(r"\b(goodbye|bye|bye bye|farewell)\b")
 _CLOSE = _rx(
     r"\btake (good )?care\b",
+    r"\bstay safe\b",
+    r"^(ok |okay |alright |all right |right )?(that is|that) (all|it) from (me|my end|my side)$",
     r"\b(speak|talk|chat) (to you )?soon\b",
     r"\bgood luck with\b",
     r"\bhave an? (great|good|nice|wonderful|lovely|fantastic|pleasant|blessed|terrific|"
@@ -290,6 +356,14 @@ _CONFIRM = _rx(
     r"(right|correct|good|accurate|ok)\b",
     r"\b(am i|is that) (right|correct)\b",
     r"^(correct|right|is that correct|is that right)$",
+    # "Have I written that down correctly?" / "Did I read that back properly?"
+    r"\b(did|have|do) i (\w+ )?(got|get|written|write|read|taken|take|noted|note|put|put "
+    r"down|heard|hear|understood|understand) (that|it|this|everything|all of that|all that|"
+    r"those|them|you)( \w+){0,3} (right|correctly|properly|accurately|the right way (round|"
+    r"around))\b",
+    # "Does that match what you told me?" / "Does everything I've got look right to you?"
+    r"\b(does|do) (that|this|it|everything|all of that|all that|those|these)( \w+){0,5} "
+    r"(match|line up with|look right|sound right|look correct|sound correct)\b",
     r"\b(that is|those are) (right|correct)\b.*$",
 )
 _EITHER_VALUE = _rx(r"^(sorry |so )?(was|is|did you say|were) (that|it|they) \w+.* or \w+")
@@ -359,6 +433,9 @@ _BARE_PERMISSION = frozenset({
     "should i", "shall i", "may i", "can i", "should we", "shall we", "is that ok", "ok",
     "is that all right", "all right", "sound good", "does that sound good", "does that work",
     "is that fine", "yes", "ready", "are you ready", "would that be ok", "go ahead",
+    # the previous sentence's proposal, asked about without repeating it
+    "would you like me to", "do you want me to", "want me to", "you want me to",
+    "would you like me to go ahead", "do you want me to go ahead", "want me to go ahead",
 })
 
 _OFFER = _rx(
@@ -406,6 +483,7 @@ _FOREIGN_OBJECT = frozenset({
 _ADDITIONAL = _rx(
     r"\bas well\b", r"\btoo$", r"\bwhile (we|i|you) (are|am) at it\b",
     r"\bin addition\b", r"\badditionally\b",
+    r"\b(i|we) (can|could) also\b", r"\b(shall|should|can|could) (i|we) also\b",
 )
 """A proposal of one more thing besides the task's own ("… as well?", "… too?")."""
 _OTHER_VERSION = frozenset({"last", "previous", "old", "prior", "other", "earlier"})
@@ -431,6 +509,7 @@ _ASKS_PERMISSION = _rx(
     r"you)?$",
     r"^(that|is that) (all right|ok|fine|good)( with you| by you)?$",
     r"^(ok|all right|fine|good) (with|by|for) you$",
+    r"^(are )?you (ok|happy|good|fine|all right) with (that|this|it)$",
     r"\b(am|are) (i|we) (good|ok|clear|all right|fine|set) to\b",
     r"\b(are )?you (happy|ok|fine|good|comfortable|all right) (for|with) (me|us) to\b",
     r"\b(ok|all right|fine) (if|for) (i|me|us|we)\b",
@@ -474,6 +553,9 @@ _SMALL_TALK = _rx(
     r"^(oh |ah )?(no worries |no rush )?,? ?sounds like (a|you|the|quite)\b",
     r"\bmust be (chaos|busy|hectic|crazy|a lot|fun|nice|exciting)\b",
     r"^(so |and )?how is [a-z ]{1,20} going\b",
+    # "How was the trip overall?" / "How did the meeting go?": asking after the caller
+    r"^(so |and )?how (was|did) (the|your) (trip|meeting|flight|drive|weekend|holiday|"
+    r"vacation|day|morning|conference|visit|event|journey)( \w+)?( go| going)?( overall)?\b",
 )
 _PRO_FORM = _rx(r"\b(do|go ahead with|proceed with|go ahead and do) (that|it|this)\b")
 """Leave asked for what the previous sentence said: "Is it alright if I do that now?"."""
@@ -517,6 +599,25 @@ _RECAP_VERB = _rx(
     r"^(reading|playing) (it|that|this|the \w+|everything|what i have)( \w+)? back\b",
     r"^(recapping|summing up|to sum up|so to recap)\b",
 )
+_PLEASANTRY = _rx(
+    r"^(oh |ok |okay |great |perfect |wonderful |brilliant |lovely |right |alright |well )*"
+    r"(thanks|thank you|you are (very |so )?welcome|my pleasure|no problem|no worries|happy to "
+    r"help|glad (i|we) could help|of course|sure|absolutely|i am \w+|my name is|this is|oh no|"
+    r"glad|oh,? a |ooh)\b",
+    r"\b(that is|that was) (everything|all)( from me| then| for now| for today)?\b",
+    r"\b(you have reached|you are through to|you are speaking (with|to)|this is) \w+|"
+    r"\w+ speaking\b|\bthanks (so much )?for (holding|waiting|calling|your patience)\b",
+    r"\byou are (all )?(sorted|finished|done)\b",
+)
+"""What a greeting or closing turn says besides its greeting or goodbye that is part of it:
+thanks, "you're welcome", the agent introducing itself."""
+_RECAP_INTRO = _rx(
+    r"^(ok |okay |right |so |alright |all right |great |perfect )*(here is|here are|this is|"
+    r"let me (just )?(run|go|read|recap|walk)|from the top|(let us|let me) (recap|review)|"
+    r"reading (it|that|this|everything) back|to recap|quick recap|recapping)\b"
+    r"( \w+){0,9}$",
+)
+"""A sentence that only introduces the recap after it ("Here's where we've landed.")."""
 _RECORD_WORDS = frozenset({"draft", "detail", "everything", "record", "form", "have", "got",
                            "summary", "recap", "order", "ticket", "memo", "plan", "request"})
 _STATUS_NEWS = _rx(
@@ -592,7 +693,9 @@ _DESK_INTRO = re.compile(
     r"( (line|desk|team))?(,? (this is|[a-z]+ speaking|speaking))?( \w+)?$"
 )
 
-_DEFAULT_GATED_VERBS = ("submit", "commit", "finalize")
+_DEFAULT_GATED_VERBS = (
+    "submit", "commit", "finalize", "lodge", "put through", "send in", "hand in",
+)
 _STEP_VERBS = frozenset({"check", "look", "search", "verify", "find", "pull", "run", "mark",
                          "ready", "lookup", "calculate", "price", "compute"})
 """Verbs of a task step that needs no approval: an offer of one is accepted."""
@@ -603,6 +706,8 @@ _NOT_A_VALUE = frozenset({
     "also", "on", "in", "printed", "located", "found", "what", "where", "how",
     "mandatory", "not", "still", "next", "due", "going", "something", "the", "a", "an",
     "asked", "listed", "shown",
+    # verbs after "to" ("your full name to start"): a purpose, not a value
+    "start", "begin", "confirm", "verify", "check", "make", "get", "go", "be", "put", "keep",
 })
 _DETERMINERS = frozenset({"your", "the", "his", "her", "their", "my", "our", "down", "so"})
 
@@ -629,6 +734,10 @@ _SO_LEAD = re.compile(
     r"^(and |ok |all right |great |perfect |got it |thanks |thank you )?so,? "
     r"(your|the|you|that is|that|this is|we have)\b"
 )
+_IS_WAS = frozenset({"is", "was", "are", "were"})
+_SUBJECTS = frozenset({"i", "you", "we", "it", "that", "this", "they", "she", "he"})
+_ORDINAL_ONE = re.compile(r"\b(first|second|once|one more time|one last time)\b", re.I)
+"""Counting words that say no value ("a first phase", "one more time")."""
 _IS_YOUR = re.compile(r"^(is|was|are|were) (your|the) ")
 
 _ADJACENT_GAPS = (
@@ -780,6 +889,16 @@ def _said_as_value(words: list[str], option: list[str]) -> bool:
         "your", "my", "our", "their", "his", "her", "its"}) for i in range(len(words) - n + 1))
 
 
+def _option_forms(option: str, options: Iterable[str]) -> list[list[str]]:
+    """An enum option as its words, and, for an option of several words, its last word when
+    no other option ends with it ("the video call" offers "video call"; "parent" is none of
+    "birth parent", "adoptive parent")."""
+    words = _words(str(option).replace("_", " "))
+    others = [_words(str(o).replace("_", " "))[-1:] for o in options if o != option]
+    short = len(words) > 1 and len(words[-1]) > 4 and words[-1:] not in others
+    return [words] + ([words[-1:]] if short else [])
+
+
 def _days_apart(a: Any, b: Any) -> int:
     """Days between two dates' days of the year (July 9 and July 19 of any years: 10)."""
     d = abs(int(a.timetuple().tm_yday) - int(b.timetuple().tm_yday))
@@ -884,6 +1003,8 @@ class SemanticActObserver:
             }
             rules.append(_Rule(rule, frozenset(verbs), frozenset(art_words)))
         self._rules = rules
+        self._artifact_raw = frozenset(
+            w for rule in task.authorization for o in rule.objects for w in _words(o))
         self._artifact_words = frozenset().union(*(r.artifact_words for r in rules))
         self._record_words = frozenset(
             _stem(w) for a in task.artifacts
@@ -899,7 +1020,6 @@ class SemanticActObserver:
                      if w not in _STOPWORDS and len(w) > 2}
         self._step_words = frozenset(step)
         self._reference = task.reference_date
-        self._persona = canonical_text(task.user.persona.name)
         values: list[tuple[FieldKey, FieldSpec, list[Any]]] = []
         for artifact in task.artifacts:
             for f in artifact.fields:
@@ -907,7 +1027,7 @@ class SemanticActObserver:
                 if fact is None:
                     continue
                 vals = [v.value for v in fact.versions
-                        if canonical_text(v.value) != self._persona and _distinctive(v.value)]
+                        if _distinctive(v.value)]
                 if vals:
                     values.append(((artifact.id, f.name), f, vals))
         self._values = values
@@ -927,6 +1047,12 @@ class SemanticActObserver:
                 if vals or (f.grader == "enum" and f.options):
                     recap.append(((artifact.id, f.name), f, vals))
         self._recap_values = recap
+        self._specs = {(a.id, f.name): f for a in task.artifacts for f in a.fields}
+        # fields whose values are words a sentence may say about anything ("hybrid", "low"):
+        # enums and one-word values, stated only beside another restated value
+        self._word_valued = frozenset(
+            key for key, spec, vals in recap
+            if spec.grader == "enum" or (vals and not any(_distinctive(v) for v in vals)))
         self._instructed = frozenset((a.id, f.name) for a in task.artifacts for f in a.fields
                                      if f.source.instruction)
         by_first: dict[str, list[tuple[str, ...]]] = {}
@@ -977,13 +1103,23 @@ class SemanticActObserver:
             # news ("It's been submitted") stays information.
             acts = [a for a in acts if not (
                 a.act == "inform" and not _NEWS.search(a.text) and not self.fields_in(a.text)
-                and not _STATUS_NEWS.search(" ".join(_words(a.text))))]
+                and not _STATUS_NEWS.search(" ".join(_words(a.text)))
+                and (_PLEASANTRY.search(" ".join(_words(a.text)))
+                     or len(_words(a.text)) <= 3 or self._desk_intro(a.text, a.text)))]
         for k in range(1, len(acts)):
-            if (acts[k].act == "request_approval" and acts[k - 1].act == "inform"
+            if (acts[k].act == "request_approval" and (acts[k - 1].act == "inform" or (
+                    acts[k - 1].act == "offer" and not acts[k - 1].text.rstrip().endswith("?")))
                     and (self._has_gated(_words(acts[k - 1].text))
                          or _GENERIC_PROCEED.search(" ".join(_words(acts[k - 1].text))))
                     and not self._has_gated(_words(acts[k].text))):
                 del acts[k - 1]  # "I can submit it now. Is that OK?" is one request
+                break
+        for k in range(len(acts) - 1):
+            nxt = acts[k + 1]
+            if (acts[k].act == "inform" and nxt.text != acts[k].text and nxt.act in (
+                    "summarize", "read_back", "confirm") and _RECAP_INTRO.search(
+                    " ".join(_words(acts[k].text))) and not self.fields_in(acts[k].text)):
+                del acts[k]  # "Here's where we've landed." introduces the recap that follows
                 break
         restated = {(a.artifact, a.field) for a in acts
                     if a.act in ("read_back", "confirm") and a.field}
@@ -1166,6 +1302,9 @@ class SemanticActObserver:
                     text=c.text,
                 )]
         fields = self._fields(c)
+        choice = self._choice_offered(c) if question else []
+        if choice and not proposal:  # "Is it Vision Basic or Vision Plus?": the caller picks
+            return [*summary, *self._field_acts("ask", choice, c.text)]
         if proposal and fields and not _AGENT_ACTS.search(c.joined):
             proposal = False  # "Could you confirm your date of birth?": a field, not an offer
         if proposal and fields and re.search(r"\b(confirm|verify|check)\b", c.joined):
@@ -1205,7 +1344,7 @@ class SemanticActObserver:
             # a summary's closing "is that all correct?" confirms the whole summary; a value
             # asked back with no field named is about the field with the nearest value
             # ("Can you confirm it's E four four one seven?", "Was that four sites or five?")
-            named = [] if summary else fields
+            named = [] if summary else fields + [k for k in stated if k not in fields]
             if not named and not summary and not any(w in _WH for w in c.words) and (
                     not c.previous or _words(c.text) != c.previous):
                 named = self._near_value_field(c.text)
@@ -1227,6 +1366,15 @@ class SemanticActObserver:
             return [Act(act="greet", text=c.text)]
 
         if question or _REQUEST.search(c.led) or _REQUEST.search(c.joined):
+            lead = c.words[c.lead()]
+            declarative = c.lead() > 0 and c.words[c.lead() - 1] in _SUBJECTS  # "you have"
+            if fields and c.text.rstrip().endswith("?") and "or" not in c.words and (
+                    lead in _IS_WAS or lead not in _AUX | _WH or declarative) and not (
+                    set(c.words) & _WH and not re.search(r"\bis that (what|who)\b", c.joined)
+                    ) and not re.search(r"\b(can|could|would|will) you\b", c.joined):
+                said = [k for k in fields if self._says_a_value(k, c.text)]
+                if said:  # "Was that four thousand at peak?": a value asked back
+                    return self._field_acts("confirm", said, c.text)
             if fields:
                 return self._field_acts("ask", fields, c.text)
             if question:
@@ -1243,6 +1391,11 @@ class SemanticActObserver:
                         if k not in self._instructed or k in fields]  # "It's booked": news
             if not readback and len(_value_words(c.words)) <= 6:
                 readback = self._near_value_field(c.text)
+        if readback and not question:
+            # "March first, twenty twenty-seven, and hybrid.": beside a restated value, an
+            # option or a one-word value of another field is restated too
+            readback += [k for k in self._recap_fields(c.text, named=False)
+                         if k not in readback and k in self._word_valued]
         if readback:
             return self._field_acts("read_back", readback, c.text)
         return [Act(act="inform", text=c.text)]
@@ -1303,6 +1456,9 @@ class SemanticActObserver:
                 break
             if x not in _OBJECT_SKIP:
                 out.add(_stem(x))
+                if x != _stem(x) and x.endswith("s") and _stem(x) in self._artifact_words and (
+                        x not in self._artifact_raw):
+                    out.add("another")  # "put in badge requests for your crew": others
             k += 1
         return out
 
@@ -1432,6 +1588,38 @@ class SemanticActObserver:
                 if score is not None and score < 0.5 and (best is None or score < best[0]):
                     best = (score, key)
         return [best[1]] if best else []
+
+    def _choice_offered(self, c: _Clause) -> list[FieldKey]:
+        """Choice fields whose options a question offers, two or more joined by "or"."""
+        if "or" not in c.words:
+            return []
+        out: list[FieldKey] = []
+        for key, spec, _ in self._recap_values:
+            if spec.grader != "enum":
+                continue
+            said = sum(any(_said_as_value(c.words, w) for w in _option_forms(o, spec.options))
+                       for o in spec.options)
+            if said >= 2:
+                out.append(key)
+        return out
+
+    def _says_a_value(self, key: FieldKey, text: str) -> bool:
+        """``text`` says a value of the kind ``key`` holds, right or wrong: a phone number,
+        a date, a number, an identifier's digits (not a name or a choice, which a question
+        may offer to choose from)."""
+        spec = self._specs.get(key)
+        if spec is None:
+            return False
+        masked = _ORDINAL_ONE.sub(" ", _mask_phones(text))
+        if spec.grader == "normalized_phone":
+            return len(re.sub(r"\D", "", _words_to_digits_text(text))) >= 7
+        if spec.grader == "normalized_date":
+            return bool(dates_in_text(masked, self._reference))
+        if spec.grader == "numeric_tolerance":
+            return bool(numbers_in_text(masked))
+        if spec.grader in ("exact", "casefold_exact") and re.search(r"\d", str(spec.gold)):
+            return bool(re.search(r"\d", _words_to_digits_text(masked)))
+        return False
 
     def _valued_fields(self, text: str) -> list[FieldKey]:
         """Fields whose caller value (any version) the text states. A phone number's digits

@@ -630,6 +630,9 @@ MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
     # a spoken O is a zero
     ("exact", "HO-552907", "H O five five two nine zero seven, thanks.", [], "match"),
     ("exact", "HO-552907", "H O five five two nine zero one, thanks.", [], "mismatch"),
+    # a letter said with its spelling word
+    ("exact", "F61204", "That's F as in Frank, six one two zero four?", [], "match"),
+    ("exact", "F61204", "That's S as in Sam, six one two zero four?", [], "mismatch"),
     # enum options shortened, in the plural, with an article
     ("enum", "built-in microphone", "a MacBook with the built-in mic", MIC_OPTIONS, "match"),
     ("enum", "built-in microphone", "a MacBook with the USB headset", MIC_OPTIONS, "mismatch"),

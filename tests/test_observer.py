@@ -87,6 +87,15 @@ def _summary(acts: list[Act]) -> list[tuple[str, str | None]]:
     ("Mrs. Jamie R. Reyes is listed. Correct?", ["Mrs. Jamie R. Reyes is listed.", "Correct?"]),
     ("The amount is 3.5 percent", ["The amount is 3.5 percent"]),
     ("Wait... what was that?! OK.", ["Wait... what was that?!", "OK."]),
+    # an unpunctuated transcript: its questions start after a filler, its tags are questions
+    ("hi morgan thanks for holding um can i grab your employee id",
+     ["hi morgan thanks for holding.", "can i grab your employee id?"]),
+    ("whats your ID and uh did you get the form",
+     ["whats your ID?", "did you get the form?"]),
+    ("i can send it in now is that okay", ["i can send it in now.", "is that okay?"]),
+    ("ok so thats the HDHP right", ["ok so thats the HDHP, right?"]),
+    ("I won't submit it until you've said yes.", ["I won't submit it until you've said yes."]),
+    ("That's all right", ["That's all right"]),
     ("", []),
 ])
 def test_split_sentences(text: str, expected: list[str]) -> None:
@@ -384,3 +393,63 @@ def enrollment() -> SemanticActObserver:
 def test_values_of_a_real_task(enrollment: SemanticActObserver, text: str,
                                expected: list[tuple[str, str | None]]) -> None:
     assert _summary(enrollment.observe(text)) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # an unpunctuated request, its tag said after it
+    ("i have everything i need so i can send the enrollment in now is that okay",
+     [("request_approval", "commit:enr_1")]),
+    ("hi morgan thanks for holding um can i grab your employee id",
+     [("greet", None), ("ask", "employee_id")]),
+    ("ok so thats the HDHP right", [("confirm", "medical_plan")]),
+    # leave asked for the previous sentence's proposal: one request
+    ("I can send your enrollment in now. Would you like me to?",
+     [("request_approval", "commit:enr_1")]),
+    # a restatement asked in statement order, with a value of the field's kind
+    ("And you're putting in twelve hundred a year?", [("confirm", "hsa_contribution")]),
+    ("Was that eleven hundred into the HSA?", [("confirm", "hsa_contribution")]),
+    # "to start" is a purpose, not a value
+    ("May I take your employee ID to start?", [("ask", "employee_id")]),
+    # a value-less check of what was said
+    ("Have I got all of that down correctly?", [("confirm", None)]),
+    ("Does that line up with what HR gave you?", [("confirm", None)]),
+    # a sentence that only introduces the recap after it is part of it
+    ("Okay, here's where we've landed. HDHP medical, Standard dental and twelve hundred "
+     "into the HSA.",
+     [("summarize", None), ("read_back", "medical_plan"), ("read_back", "dental_plan"),
+      ("read_back", "hsa_contribution")]),
+    # news in a closing turn stays information; thanks and an introduction are the greeting
+    ("Your enrollment is through with payroll now. Thanks, Morgan, take care!",
+     [("inform", None), ("close", None)]),
+    ("Northwind benefits, Sam speaking. Hi Morgan, how can I help?", [("greet", None)]),
+])
+def test_natural_shapes_of_a_real_task(enrollment: SemanticActObserver, text: str,
+                                       expected: list[tuple[str, str | None]]) -> None:
+    assert _summary(enrollment.observe(text)) == expected
+
+
+@pytest.mark.parametrize("text", [
+    # one more thing besides the task's own: "also", or others of the artifact's kind
+    "I can also send in your enrollment today. Want me to?",
+    "I can send in forms for your dependents. Want me to?",
+    # a sentence that ends with "yes." asks nothing
+    "I won't submit it until you've heard it all and said yes.",
+])
+def test_extras_and_statements_are_not_approval_requests(enrollment: SemanticActObserver,
+                                                          text: str) -> None:
+    assert "request_approval" not in {a.act for a in enrollment.observe(text)}
+
+
+def test_a_choice_between_options_asks_for_it() -> None:
+    from pathlib import Path
+
+    from runtime.spec import load_tasks
+
+    task = next(t for t in load_tasks([Path("tasks")]) if t.id == "apexv1_087")
+    observer = SemanticActObserver(task)
+    assert _summary(observer.observe(
+        "And are you the birth parent, the non-birth parent, or adopting?")) == [
+        ("ask", "leave_type")]
+    # one option asked back is a restatement
+    assert _summary(observer.observe("So you're the birth parent, right?")) == [
+        ("confirm", "leave_type")]
