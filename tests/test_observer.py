@@ -453,3 +453,21 @@ def test_a_choice_between_options_asks_for_it() -> None:
     # one option asked back is a restatement
     assert _summary(observer.observe("So you're the birth parent, right?")) == [
         ("confirm", "leave_type")]
+
+
+@pytest.mark.parametrize(("task_id", "text", "expected"), [
+    # a time of day and a code read out letter by letter are no misheard count
+    ("apexv1_114", "First failure at two oh five PM, correct?",
+     [("confirm", "first_failure_time")]),
+    ("apexv1_118", "B, R, K, twenty-two oh seven, yes?", [("confirm", "part_number")]),
+    # a misheard amount is still a restatement of its field (the caller corrects it)
+    ("apexv1_057", "Was that fourteen hundred a year?", [("confirm", "competitor_quote")]),
+])
+def test_numbers_inside_codes_and_times(task_id: str, text: str,
+                                        expected: list[tuple[str, str | None]]) -> None:
+    from pathlib import Path
+
+    from runtime.spec import load_tasks
+
+    task = next(t for t in load_tasks([Path("tasks")]) if t.id == task_id)
+    assert _summary(SemanticActObserver(task).observe(text)) == expected
