@@ -830,13 +830,18 @@ def _identifier_in_text(value: Any, text: str) -> ValueFound:
     return "absent"
 
 
-def _near(word: str, words: _Words) -> bool:
-    if word in words.all or f"{word}s" in words.all or (
-            word.endswith("s") and word[:-1] in words.all):
+def _near(word: str, words: _Words, proper: bool = False) -> bool:
+    """``word`` is said among ``words``: as is, near (a sound or a letter off), or in the
+    plural; for a name (``proper``) not with an ``s`` added or dropped, which a listener hears
+    ("Elena Parks" is not Elena Park, "Morland" is Moreland)."""
+    if word in words.all:
+        return True
+    if not proper and (f"{word}s" in words.all or (word.endswith("s") and word[:-1] in words.all)):
         return True
     if len(word) < 4:
         return False
-    return extractOne(word, words.long, scorer=ratio, score_cutoff=85) is not None
+    hit = extractOne(word, words.long, scorer=ratio, score_cutoff=85)
+    return hit is not None and not (proper and hit[0] in (f"{word}s", word[:-1]))
 
 
 @dataclass(frozen=True)
@@ -868,12 +873,13 @@ def _tokens_in_text(value: Any, text: str, restatement: bool = False) -> ValueFo
     wanted = [w for w in canonical_text(value).split() if w not in _NAME_STOP]
     if not wanted:
         return "absent"
-    have = _text_words(text)
-    found = [w for w in wanted if _near(w, have)]
-    if len(found) == len(wanted):
-        return "match"
     proper = all(w[:1].isupper() for w in re.findall(r"[^\W_]+", _as_text(value))
                  if w.casefold() not in _NAME_STOP)
+    # a name's "'s" ("Sam Okafor's covering") is the name
+    have = _text_words(re.sub(r"['’]s\b", "", text) if proper else text)
+    found = [w for w in wanted if _near(w, have, proper)]
+    if len(found) == len(wanted):
+        return "match"
     if found and restatement and not _said_in_place(found, text, proper):
         return "match"
     return "mismatch" if found else "absent"

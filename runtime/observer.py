@@ -145,6 +145,11 @@ _RUN_ON_QUESTION = re.compile(
     r"there|are there|was there|were there|was anyone|was anybody|were you|are you|is it|is "
     r"that|is your|are they|have you|has the)\b)", re.IGNORECASE)
 """Where a question starts in an unpunctuated transcript: at its start or after a filler."""
+_RUN_ON_PROPOSAL = re.compile(
+    r"\b(?=(?:would you like me to|do you want me to|shall i|shall we|should i|may i|can i "
+    r"go ahead|would it be (?:ok|okay|alright|all right) if)\b)", re.IGNORECASE)
+"""Question openers that start a question wherever they stand ("mr jensen would you like me
+to book you in")."""
 
 
 def _run_on_questions(sentence: str) -> list[str]:
@@ -153,17 +158,23 @@ def _run_on_questions(sentence: str) -> list[str]:
     its questions start, each question with its question mark."""
     if re.search(r"[,;:.?!]", sentence):
         return [sentence]
-    starts = [m.end() for m in _RUN_ON_QUESTION.finditer(sentence)]
+    starts = sorted({m.end() for m in _RUN_ON_QUESTION.finditer(sentence)}
+                    | {m.start() for m in _RUN_ON_PROPOSAL.finditer(sentence)})
     if not starts:
         return [sentence]
     cuts = sorted({0, *starts})
     pieces = [sentence[a:b].strip() for a, b in zip(cuts, [*cuts[1:], len(sentence)],
                                                            strict=True)]
     out = []
+    lead = ""
     for k, piece in enumerate(pieces):
         piece = _TRAILING_FILLER.sub("", piece).strip()
-        if piece:
-            out.append(piece + ("?" if cuts[k] in starts else "."))
+        asks = cuts[k] in starts
+        if piece and not asks and len(piece.split()) <= 2 and k + 1 < len(pieces):
+            lead = piece + ", "  # a vocative before the question: "morgan, would you ..."
+        elif piece:
+            out.append(lead + piece + ("?" if asks else "."))
+            lead = ""
     return out
 
 
@@ -204,7 +215,11 @@ _CONTRACTIONS: list[tuple[re.Pattern[str], str]] = [
         (r"'ve\b", " have"),
         (r"'ll\b", " will"),
         (r"'d\b", " would"),
-        (r"\b(what|that|there|where|who|how)s\b", r"\1 is"),  # ASR: "whats the contractor id"
+        # an ASR transcript's contractions without their apostrophe: "whats", "youre"
+        (r"\b(what|that|there|where|who|how)s\b", r"\1 is"),
+        (r"\b(you|they)re\b", r"\1 are"),
+        (r"\b(do|does|did|is|are|was|could|would|should)nt\b", r"\1 not"),
+        (r"\bcant\b", "can not"),
         (r"\bgonna\b", "going to"),
         (r"\bwanna\b", "want to"),
         (r"\bgotta\b", "got to"),
@@ -361,6 +376,14 @@ _CONFIRM = _rx(
     r"down|heard|hear|understood|understand) (that|it|this|everything|all of that|all that|"
     r"those|them|you)( \w+){0,3} (right|correctly|properly|accurately|the right way (round|"
     r"around))\b",
+    # "Did I capture that the way you meant it?" / "Was everything I read out accurate?" /
+    # "Anything in there I've gotten wrong?"
+    r"^(and |so |sorry )?(did|have|was|were|is|are|could you check|can you check|anything)\b.*"
+    r"\b(i (have )?(got|gotten|get|written|write|wrote|read|read out|caught|catch|captured|"
+    r"capture|noted|note|put|said|say|entered|enter|typed|type|heard|hear|took|take|taken)|what "
+    r"i|everything|in there|those numbers|they all|the rest)\b.*\b("
+    r"right|correct|correctly|accurate|accurately|wrong|the way you meant( it)?|sound right|"
+    r"match|matches)$",
     # "Does that match what you told me?" / "Does everything I've got look right to you?"
     r"\b(does|do) (that|this|it|everything|all of that|all that|those|these)( \w+){0,5} "
     r"(match|line up with|look right|sound right|look correct|sound correct)\b",
@@ -439,6 +462,7 @@ _BARE_PERMISSION = frozenset({
 })
 
 _OFFER = _rx(
+    r"^(are you )?(happy|ok|ready|fine|good) for (me|us) to\b",
     r"\b(would|do|did) you (like|want|need) (me|us) to\b",
     r"^(you )?want me to\b",
     r"\b(shall|should|can|could|may) (i|we) (also |just |quickly |go ahead and |maybe )?"
@@ -489,6 +513,8 @@ _ADDITIONAL = _rx(
 _OTHER_VERSION = frozenset({"last", "previous", "old", "prior", "other", "earlier"})
 """Words that make an object named like the artifact another one of its kind."""
 _GENERIC_PROCEED = _rx(
+    r"\bget (it|this|that|things|everything|the \w+) (moving|going|rolling|underway|started)\b",
+    r"\b(fire|shoot|pop)(s|ing)? (it|this|that|everything|them) (off|over|across|through)\b",
     r"\bmak(e|ing) (it|this|that|everything|the \w+|your \w+)( \w+)? official\b",
     r"\block(ing)? (it|this|that|everything|them|these)( all)? in\b",
     r"\block(ing)? in (the|your|this|these|that)\b",
@@ -509,6 +535,12 @@ _ASKS_PERMISSION = _rx(
     r"you)?$",
     r"^(that|is that) (all right|ok|fine|good)( with you| by you)?$",
     r"^(ok|all right|fine|good) (with|by|for) you$",
+    r"\bif (you are|that is) (happy|ok|fine|good|comfortable|all right)( with (that|it|you)| for "
+    r"me to| for me to do that)?$",
+    r"\b(would|will|is) it (be )?(all right|ok|fine|good) (if|for) (i|me|we|us)\b",
+    r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) (with|for) (me|us) "
+    r"(to |\w+ing\b)",
+    r"^((all right|ok|so|right) )*(am i |are we )?(good|clear) to\b",
     r"^(are )?you (ok|happy|good|fine|all right) with (that|this|it)$",
     r"\b(am|are) (i|we) (good|ok|clear|all right|fine|set) to\b",
     r"\b(are )?you (happy|ok|fine|good|comfortable|all right) (for|with) (me|us) to\b",
@@ -694,7 +726,7 @@ _DESK_INTRO = re.compile(
 )
 
 _DEFAULT_GATED_VERBS = (
-    "submit", "commit", "finalize", "lodge", "put through", "send in", "hand in",
+    "submit", "commit", "finalize", "lodge", "put through", "send in", "hand in", "send",
 )
 _STEP_VERBS = frozenset({"check", "look", "search", "verify", "find", "pull", "run", "mark",
                          "ready", "lookup", "calculate", "price", "compute"})
@@ -734,6 +766,13 @@ _SO_LEAD = re.compile(
     r"^(and |ok |all right |great |perfect |got it |thanks |thank you )?so,? "
     r"(your|the|you|that is|that|this is|we have)\b"
 )
+_CALLER_DID = re.compile(
+    r"\b(did|have|had|has) (you|he|she|they|your \w+|someone|anyone|anybody) (already |ever |"
+    r"just |also |yet |maybe )?(\w+ed|sent|put|filed|submitted|lodged|booked|done|made|got|"
+    r"gone|taken|handed|given|send|submit|file|lodge|book|put|hand|give)\b"
+    r"|\b(you|he|she|they) (have |had |already |just )*(sent|filed|submitted|lodged|booked|"
+    r"emailed|forwarded)\b")
+"""A question about what the caller (or someone else) did, not a proposal of the agent's."""
 _IS_WAS = frozenset({"is", "was", "are", "were"})
 _SUBJECTS = frozenset({"i", "you", "we", "it", "that", "this", "they", "she", "he"})
 _ORDINAL_ONE = re.compile(r"\b(first|second|once|one more time|one last time)\b", re.I)
@@ -843,7 +882,13 @@ def _verb_forms(verb: str) -> set[str]:
         forms |= {v + v[-1] + "ed", v + v[-1] + "ing"}  # submit -> submitted
     if v.endswith("y") and len(v) > 2 and v[-2] not in "aeiou":
         forms |= {v[:-1] + "ied", v[:-1] + "ies"}
+    forms |= _IRREGULAR_PAST.get(v, set())
     return forms
+
+
+_IRREGULAR_PAST = {"send": {"sent"}, "put": {"putting"}, "lock": set(), "get": {"got", "getting"},
+                   "make": {"made"}, "set": {"setting"}, "run": {"ran", "running"}}
+"""Forms of the gated verbs that no suffix makes ("sent it off")."""
 
 
 def _verb_sequences(verb: str) -> set[tuple[str, ...]]:
@@ -902,6 +947,12 @@ def _said_as_value(words: list[str], option: list[str]) -> bool:
         "your", "my", "our", "their", "his", "her", "its"}) for i in range(len(words) - n + 1))
 
 
+def _is_name(value: Any) -> bool:
+    """A person's name: two or three capitalized words ("Rachel Kim", "Dr. Naomi Singh")."""
+    words = re.findall(r"[A-Za-z][\w'-]*", str(value or ""))
+    return 2 <= len(words) <= 4 and all(w[0].isupper() for w in words)
+
+
 def _option_forms(option: str, options: Iterable[str]) -> list[list[str]]:
     """An enum option as its words, and, for an option of several words, its last word when
     no other option ends with it ("the video call" offers "video call"; "parent" is none of
@@ -928,8 +979,9 @@ def _small_number(value: Any) -> bool:
 def _noun_use(w: list[str], i: int) -> bool:
     """The gated word at ``i`` is a noun: after a determiner ("your files"), or after a
     determiner and one adjective ("the right file", "the final submission")."""
-    if i > 0 and w[i - 1] in _DETERMINER_BEFORE_NOUN:
-        return True
+    if i > 0 and (w[i - 1] in _DETERMINER_BEFORE_NOUN or (w[i - 1] in ("on", "in") and (
+            i + 1 == len(w) or w[i + 1] not in ("it", "this", "that", "them")))):
+        return True  # "your files", "the address on file", not "put it in"
     return i > 1 and w[i - 2] in _DETERMINER_BEFORE_NOUN and w[i - 1] not in _AGENT_MARKERS | {
         "you", "they", "he", "she", "not", "also", "just", "now", "then", "quickly"}
 
@@ -1407,8 +1459,7 @@ class SemanticActObserver:
         if readback and not question:
             # "March first, twenty twenty-seven, and hybrid.": beside a restated value, an
             # option or a one-word value of another field is restated too
-            readback += [k for k in self._recap_fields(c.text, named=False)
-                         if k not in readback and k in self._word_valued]
+            readback += [k for k in self._word_values_said(c) if k not in readback]
         if readback:
             return self._field_acts("read_back", readback, c.text)
         return [Act(act="inform", text=c.text)]
@@ -1436,6 +1487,8 @@ class SemanticActObserver:
             return False  # "..., so I've got them on the proposal when I send it"
         if c.words and any(x in _NEGATION for x in c.words[:3]) and not question:
             return False  # "Nothing gets submitted until you say so."
+        if _CALLER_DID.search(c.joined):
+            return False  # "Did you already send the budget over yourself?": the caller's act
         lead = c.words[c.lead()] if c.words else ""
         if lead in _WH and not (_APPROVAL_EXPLICIT_Q.search(c.joined)
                                 or _APPROVAL_EXPLICIT_S.search(c.joined)):
@@ -1602,6 +1655,23 @@ class SemanticActObserver:
                     best = (score, key)
         return [best[1]] if best else []
 
+    def _word_values_said(self, c: _Clause) -> list[FieldKey]:
+        """Fields of :attr:`_word_valued` whose option or one-word value the clause says
+        outside another field's name ("Contractor ID C40917" names the ID, not the contractor
+        badge)."""
+        matches = self._matches(c)
+        out: list[FieldKey] = []
+        for key, spec, vals in self._recap_values:
+            if key not in self._word_valued:
+                continue
+            covered = {i for m in matches if key not in m.phrase.fields
+                       for i in range(m.start, m.end)}
+            words = [w if i not in covered else "" for i, w in enumerate(c.words)]
+            said = [o for o in [*spec.options, *vals] if len("".join(_words(str(o)))) >= 3]
+            if any(_said_as_value(words, _words(str(o))) for o in said):
+                out.append(key)
+        return out
+
     def _choice_offered(self, c: _Clause) -> list[FieldKey]:
         """Choice fields whose options a question offers, two or more joined by "or"."""
         if "or" not in c.words:
@@ -1632,6 +1702,8 @@ class SemanticActObserver:
             return bool(numbers_in_text(masked))
         if spec.grader in ("exact", "casefold_exact") and re.search(r"\d", str(spec.gold)):
             return bool(re.search(r"\d", _words_to_digits_text(masked)))
+        if _is_name(spec.gold):  # "And your sponsor is Rachel Kimball?"
+            return bool(re.search(r"(?<![.?!]\s)(?<!^)\b[A-Z][a-z]{2,}", text.strip()))
         return False
 
     def _valued_fields(self, text: str) -> list[FieldKey]:

@@ -630,6 +630,10 @@ MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
     # a spoken O is a zero
     ("exact", "HO-552907", "H O five five two nine zero seven, thanks.", [], "match"),
     ("exact", "HO-552907", "H O five five two nine zero one, thanks.", [], "mismatch"),
+    # a name with an "s" added is another name; its possessive is the name
+    ("semantic", "Elena Park", "And the name is Elena Parks?", [], "mismatch"),
+    ("semantic", "Sam Okafor", "Sam Okafor's covering, noted.", [], "match"),
+    ("semantic", "pay stub", "bring your pay stubs", [], "match"),
     # a letter said with its spelling word
     ("exact", "F61204", "That's F as in Frank, six one two zero four?", [], "match"),
     ("exact", "F61204", "That's S as in Sam, six one two zero four?", [], "mismatch"),

@@ -344,6 +344,7 @@ def test_task_without_rules_has_only_offers() -> None:
     (act,) = obs.observe("Shall I submit the enrollment?")
     assert (act.act, act.action) == ("offer", None)
     assert _summary(obs.observe("Should I file it?")) == [("offer", None)]
+    assert _summary(obs.observe("Happy for me to mark it ready for HR?")) == [("offer", None)]
 
 
 # --------------------------------------------------------------------------- approval shapes
@@ -405,6 +406,15 @@ def test_values_of_a_real_task(enrollment: SemanticActObserver, text: str,
     # leave asked for the previous sentence's proposal: one request
     ("I can send your enrollment in now. Would you like me to?",
      [("request_approval", "commit:enr_1")]),
+    # leave asked in more words, an unpunctuated proposal after a vocative
+    ("Would it be alright if I went ahead and sent it off?",
+     [("request_approval", "commit:enr_1")]),
+    ("Would you be comfortable with me sending the enrollment in?",
+     [("request_approval", "commit:enr_1")]),
+    ("okay morgan i can send that in now if youre happy for me to",
+     [("request_approval", "commit:enr_1")]),
+    ("morgan would you like me to send the enrollment in then",
+     [("request_approval", "commit:enr_1")]),
     # a restatement asked in statement order, with a value of the field's kind
     ("And you're putting in twelve hundred a year?", [("confirm", "hsa_contribution")]),
     ("Was that eleven hundred into the HSA?", [("confirm", "hsa_contribution")]),
@@ -413,6 +423,11 @@ def test_values_of_a_real_task(enrollment: SemanticActObserver, text: str,
     # a value-less check of what was said
     ("Have I got all of that down correctly?", [("confirm", None)]),
     ("Does that line up with what HR gave you?", [("confirm", None)]),
+    ("Did I capture that the way you meant it?", [("confirm", None)]),
+    ("Anything in there I've gotten wrong?", [("confirm", None)]),
+    ("Was everything I read out accurate?", [("confirm", None)]),
+    # a name asked back in statement order
+    ("And your beneficiary is Jamie Rhodes?", [("confirm", "beneficiary")]),
     # a sentence that only introduces the recap after it is part of it
     ("Okay, here's where we've landed. HDHP medical, Standard dental and twelve hundred "
      "into the HSA.",
@@ -434,6 +449,9 @@ def test_natural_shapes_of_a_real_task(enrollment: SemanticActObserver, text: st
     "I can send in forms for your dependents. Want me to?",
     # a sentence that ends with "yes." asks nothing
     "I won't submit it until you've heard it all and said yes.",
+    # what the caller did is no proposal of the agent's
+    "Did you already send the enrollment in yourself?",
+    "The form you sent shows two dependents, correct?",
 ])
 def test_extras_and_statements_are_not_approval_requests(enrollment: SemanticActObserver,
                                                           text: str) -> None:
@@ -460,6 +478,16 @@ def test_a_choice_between_options_asks_for_it() -> None:
     ("apexv1_114", "First failure at two oh five PM, correct?",
      [("confirm", "first_failure_time")]),
     ("apexv1_118", "B, R, K, twenty-two oh seven, yes?", [("confirm", "part_number")]),
+    # beside a restated value, a one-word option is restated too, unless it is part of
+    # another field's name
+    ("apexv1_011", "Got it, March first, and hybrid.",
+     [("summarize", None), ("read_back", "earliest_start_date"),
+      ("read_back", "work_arrangement")]),
+    ("apexv1_010", "Contractor ID C four oh nine one seven, thanks.",
+     [("read_back", "worker_id")]),
+    # "on file" is a noun, not the gated verb "file" of this task
+    ("apexv1_057", "The cheque goes to the address we have on file, is that right?",
+     [("confirm", None)]),
     # a misheard amount is still a restatement of its field (the caller corrects it)
     ("apexv1_057", "Was that fourteen hundred a year?", [("confirm", "competitor_quote")]),
 ])
