@@ -1177,7 +1177,10 @@ class SemanticActObserver:
                     and (self._has_gated(_words(acts[k - 1].text))
                          or _GENERIC_PROCEED.search(" ".join(_words(acts[k - 1].text))))
                     and not self._has_gated(_words(acts[k].text))):
-                del acts[k - 1]  # "I can submit it now. Is that OK?" is one request
+                # "I can submit it now. Is that OK?" is one request, said in both sentences
+                acts[k] = acts[k].model_copy(
+                    update={"text": f"{acts[k - 1].text} {acts[k].text}"})
+                del acts[k - 1]
                 break
         for k in range(len(acts) - 1):
             nxt = acts[k + 1]
