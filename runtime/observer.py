@@ -146,8 +146,9 @@ _RUN_ON_QUESTION = re.compile(
     r"that|is your|are they|have you|has the)\b)", re.IGNORECASE)
 """Where a question starts in an unpunctuated transcript: at its start or after a filler."""
 _RUN_ON_PROPOSAL = re.compile(
-    r"\b(?=(?:would you like me to|do you want me to|shall i|shall we|should i|may i|can i "
-    r"go ahead|would it be (?:ok|okay|alright|all right) if)\b)", re.IGNORECASE)
+    r"\b(?=(?:would you like me to|do you want me to|(?<!you )want me to|shall i|shall we|"
+    r"should i|may i|can i go ahead|would it be (?:ok|okay|alright|all right) if)\b)",
+    re.IGNORECASE)
 """Question openers that start a question wherever they stand ("mr jensen would you like me
 to book you in")."""
 
@@ -535,7 +536,8 @@ _ASKS_PERMISSION = _rx(
     r"you)?$",
     r"^(that|is that) (all right|ok|fine|good)( with you| by you)?$",
     r"^(ok|all right|fine|good) (with|by|for) you$",
-    r"\bif (you are|that is) (happy|ok|fine|good|comfortable|all right)( with (that|it|you)| for "
+    r"\bif (you are|that is) (happy|ok|fine|good|comfortable|all right|cool)( with (that|it|you)|"
+    r" for "
     r"me to| for me to do that)?$",
     r"\b(would|will|is) it (be )?(all right|ok|fine|good) (if|for) (i|me|we|us)\b",
     r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) (with|for) (me|us) "
@@ -643,6 +645,14 @@ _PLEASANTRY = _rx(
 )
 """What a greeting or closing turn says besides its greeting or goodbye that is part of it:
 thanks, "you're welcome", the agent introducing itself."""
+_READY_LEAD_IN = _rx(
+    r"^(ok |okay |so |alright |all right |right |great |perfect |yeah |so yeah |well )*(i think )?"
+    r"(that is|that should be|that covers|that is the lot|that is all|that is everything|"
+    r"everything is|we are|i am|you are|we have|i have)( all| now| pretty much)?( (everything|"
+    r"it|all set|set|done|ready|in place|filled in|complete|covered|the lot|all i need|what we "
+    r"need|everything (we|i) need|we need))\b",
+)
+"""A sentence that only says the record is complete, before the proposal that follows it."""
 _RECAP_INTRO = _rx(
     r"^(ok |okay |right |so |alright |all right |great |perfect )*(here is|here are|this is|"
     r"let me (just )?(run|go|read|recap|walk)|from the top|(let us|let me) (recap|review)|"
@@ -1171,6 +1181,17 @@ class SemanticActObserver:
                 and not _STATUS_NEWS.search(" ".join(_words(a.text)))
                 and (_PLEASANTRY.search(" ".join(_words(a.text)))
                      or len(_words(a.text)) <= 3 or self._desk_intro(a.text, a.text)))]
+        for k in range(1, len(acts)):
+            if (acts[k].act in ("request_approval", "offer") and acts[k - 1].act == "inform"
+                    and acts[k - 1].text != acts[k].text
+                    and _READY_LEAD_IN.search(" ".join(_words(acts[k - 1].text)))
+                    and not self.fields_in(acts[k - 1].text)):
+                # "That should be everything we need. Shall I send it off?": the lead-in is
+                # part of the proposal
+                acts[k] = acts[k].model_copy(
+                    update={"text": f"{acts[k - 1].text} {acts[k].text}"})
+                del acts[k - 1]
+                break
         for k in range(1, len(acts)):
             if (acts[k].act == "request_approval" and (acts[k - 1].act == "inform" or (
                     acts[k - 1].act == "offer" and not acts[k - 1].text.rstrip().endswith("?")))

@@ -415,6 +415,10 @@ def test_values_of_a_real_task(enrollment: SemanticActObserver, text: str,
      [("request_approval", "commit:enr_1")]),
     ("morgan would you like me to send the enrollment in then",
      [("request_approval", "commit:enr_1")]),
+    ("alright morgan want me to send the enrollment in", [("request_approval", "commit:enr_1")]),
+    # a sentence saying only that the record is complete leads into the request
+    ("I think that covers everything we need. Shall I send the enrollment in?",
+     [("request_approval", "commit:enr_1")]),
     # a restatement asked in statement order, with a value of the field's kind
     ("And you're putting in twelve hundred a year?", [("confirm", "hsa_contribution")]),
     ("Was that eleven hundred into the HSA?", [("confirm", "hsa_contribution")]),
