@@ -645,6 +645,12 @@ _PLEASANTRY = _rx(
 )
 """What a greeting or closing turn says besides its greeting or goodbye that is part of it:
 thanks, "you're welcome", the agent introducing itself."""
+_WHO_IS_CALLING = _rx(
+    r"\bwho (am i|do i have|have i got|is this|is calling|am i talking|am i speaking|do i have "
+    r"the pleasure)\b",
+    r"\b(can|could|may) i (get|have|take|ask) (who is calling|who i am speaking with|your name)\b",
+)
+"""Asking the caller who they are: their own name's field."""
 _READY_LEAD_IN = _rx(
     r"^(ok |okay |so |alright |all right |right |great |perfect |yeah |so yeah |well )*(i think )?"
     r"(that is|that should be|that covers|that is the lot|that is all|that is everything|"
@@ -1106,6 +1112,10 @@ class SemanticActObserver:
                 if vals:
                     values.append(((artifact.id, f.name), f, vals))
         self._values = values
+        # the field holding the caller's own name (asked by "Who am I speaking with?")
+        persona = canonical_text(task.user.persona.name)
+        self._caller_name = [key for key, _, vals in values
+                             if any(canonical_text(v) == persona for v in vals)][:1]
         self._valued_memo: dict[str, tuple[FieldKey, ...]] = {}
         self._observed_memo: dict[str, tuple[Act, ...]] = {}
         self._fields_memo: dict[str, tuple[FieldKey, ...]] = {}
@@ -1466,6 +1476,8 @@ class SemanticActObserver:
                     return self._field_acts("confirm", said, c.text)
             if fields:
                 return self._field_acts("ask", fields, c.text)
+            if question and self._caller_name and _WHO_IS_CALLING.search(c.joined):
+                return self._field_acts("ask", self._caller_name, c.text)
             if question:
                 return [Act(act="ask", text=c.text)]
 

@@ -441,6 +441,9 @@ def test_values_of_a_real_task(enrollment: SemanticActObserver, text: str,
     ("Your enrollment is through with payroll now. Thanks, Morgan, take care!",
      [("inform", None), ("close", None)]),
     ("Northwind benefits, Sam speaking. Hi Morgan, how can I help?", [("greet", None)]),
+    # asking who is calling asks for the caller's own name
+    ("Northwind benefits, good morning. Who do I have on the line?",
+     [("greet", None), ("ask", "legal_name")]),
 ])
 def test_natural_shapes_of_a_real_task(enrollment: SemanticActObserver, text: str,
                                        expected: list[tuple[str, str | None]]) -> None:
