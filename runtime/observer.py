@@ -326,7 +326,7 @@ _GREET_PREFIX = re.compile(
 
 _CLOSE_ANY = _rx(r"\b(goodbye|bye|bye bye|farewell)\b")
 _CLOSE = _rx(
-    r"\btake (good )?care\b",
+    r"\btake (good )?care\b(?! of (?!your(self|selves)\b))",  # not "take care of it"
     r"\bstay safe\b",
     r"^(ok |okay |alright |all right |right )?(that is|that) (all|it) from (me|my end|my side)$",
     r"\b(speak|talk|chat) (to you )?soon\b",
@@ -780,8 +780,10 @@ _YOU_SAID = _rx(
 )
 _SO_LEAD = re.compile(
     r"^(and |ok |all right |great |perfect |got it |thanks |thank you )?so,? "
-    r"(your|the|you|that is|that|this is|we have)\b"
-)
+    r"(your|the|you|that is|that(?! (i|we|you|they|he|she) )|this is|we have)\b"
+)  # not "so that I can open a case" (a purpose)
+_PURPOSE = re.compile(r"\bso (that )?(i|we) (can|could|will|have)\b")
+"""A purpose clause: the verb in it is why the agent asks, not what it proposes."""
 _CALLER_DID = re.compile(
     r"\b(did|have|had|has) (you|he|she|they|your \w+|someone|anyone|anybody) (already |ever |"
     r"just |also |yet |maybe )?(\w+ed|sent|put|filed|submitted|lodged|booked|done|made|got|"
@@ -1412,6 +1414,7 @@ class SemanticActObserver:
         if proposal or (
             _OFFER.search(c.joined) and not _OFFER_NOT.search(c.joined)
             and not _GREET.search(c.joined)  # "What can I do for you?"
+            and not _REQUEST.search(c.led)  # "Could you give me a date so I can put it in?"
             and not stated and not self._readback_fields(c, fields)
             # "Do you want the firm to send a letter?" asks the caller's choice of a field
             and not (fields and not _AGENT_ACTS.search(c.joined))
@@ -1525,6 +1528,13 @@ class SemanticActObserver:
             return False  # "Nothing gets submitted until you say so."
         if _CALLER_DID.search(c.joined):
             return False  # "Did you already send the budget over yourself?": the caller's act
+        purpose = _PURPOSE.search(c.joined)
+        if purpose and purpose.start() > 0:
+            before = c.joined[:purpose.start()].split()
+            asks_caller = bool(_REQUEST.search(" ".join(before)) or set(before[:3]) & _WH)
+            if asks_caller and not (self._has_gated(before)
+                                    or _GENERIC_PROCEED.search(" ".join(before))):
+                return False  # "Could you give me the date so I can put it in?": a request
         lead = c.words[c.lead()] if c.words else ""
         if lead in _WH and not (_APPROVAL_EXPLICIT_Q.search(c.joined)
                                 or _APPROVAL_EXPLICIT_S.search(c.joined)):
@@ -1609,11 +1619,11 @@ class SemanticActObserver:
         return bool(set(before) & _AGENT_MARKERS)
 
     def _pick(self, rules: list[_Rule], obj: set[str]) -> AuthorizationRule | None:
+        if obj & (_FOREIGN_OBJECT - self._artifact_words):
+            return None  # "send you the timeline link": the link, not the timeline
         named = [r for r in rules if r.artifact_words & obj]
         if named and not obj & {"another"}:
             return named[0].rule
-        if obj & (_FOREIGN_OBJECT - self._artifact_words):
-            return None
         if obj - _GENERIC_OBJECT:
             return None  # another thing: "enroll you in the wellness program"
         return rules[0].rule if len({r.rule.action for r in rules}) == 1 else None

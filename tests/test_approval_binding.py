@@ -75,10 +75,7 @@ CASES = [
     ('apexv1_001', 'Can I send the confirmation to your phone?', False),
     ('apexv1_001', "Should I enroll you in the commuter benefit while we're at it?", False),
     ('apexv1_001', 'Want me to file the dependent verification paperwork for Casey too?', False),
-    pytest.param('apexv1_001',
-                 'Would you like me to send the benefits guide over?', False,
-                 marks=pytest.mark.xfail(strict=True,
-                                         reason='the artifact word modifying another thing')),
+    ('apexv1_001', 'Would you like me to send the benefits guide over?', False),
     ('apexv1_001', "Do you want me to submit a claim for last month's visit?", False),
     pytest.param('apexv1_001', 'Shall we get your enrollment submitted?', True,
                  marks=pytest.mark.xfail(
@@ -162,10 +159,7 @@ CASES = [
                  marks=pytest.mark.xfail(strict=True,
                                          reason='the artifact word as the head of another thing')),
     ('apexv1_100', 'Okay if I submit the plan?', True),
-    pytest.param('apexv1_114',
-                 'Should I send the incident summary to the customer?', False,
-                 marks=pytest.mark.xfail(strict=True,
-                                         reason='the artifact word modifying another thing')),
+    ('apexv1_114', 'Should I send the incident summary to the customer?', False),
     ('apexv1_114', 'Do you want me to file a bug against the sync service?', False),
     ('apexv1_114', 'Okay to escalate it?', True),
     # Set 4: natural approvals naming the artifact with a name or a value before it, which a

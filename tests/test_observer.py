@@ -430,6 +430,16 @@ def test_values_of_a_real_task(enrollment: SemanticActObserver, text: str,
     ("Did I capture that the way you meant it?", [("confirm", None)]),
     ("Anything in there I've gotten wrong?", [("confirm", None)]),
     ("Was everything I read out accurate?", [("confirm", None)]),
+    # a purpose clause is why a request is made, not a proposal; "so that I can" no restatement
+    ("Could you give me your date of birth so I can put it in the form?",
+     [("ask", "date_of_birth")]),
+    ("So that I can open your enrollment, could you give me your employee ID?",
+     [("ask", "employee_id")]),
+    ("I have everything so I can send the enrollment in now, is that okay?",
+     [("request_approval", "commit:enr_1")]),
+    # "take care of" something is no goodbye; "take care of yourself" is
+    ("We can take care of everything together today.", [("inform", None)]),
+    ("Take care of yourself, Morgan.", [("close", None)]),
     # a name asked back in statement order
     ("And your beneficiary is Jamie Rhodes?", [("confirm", "beneficiary")]),
     # a sentence that only introduces the recap after it is part of it
@@ -454,6 +464,8 @@ def test_natural_shapes_of_a_real_task(enrollment: SemanticActObserver, text: st
     # one more thing besides the task's own: "also", or others of the artifact's kind
     "I can also send in your enrollment today. Want me to?",
     "I can send in forms for your dependents. Want me to?",
+    # the gated verb on another thing named after the artifact
+    "Want me to send you the enrollment link?",
     # a sentence that ends with "yes." asks nothing
     "I won't submit it until you've heard it all and said yes.",
     # what the caller did is no proposal of the agent's
