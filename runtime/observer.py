@@ -536,9 +536,8 @@ _ASKS_PERMISSION = _rx(
     r"you)?$",
     r"^(that|is that) (all right|ok|fine|good)( with you| by you)?$",
     r"^(ok|all right|fine|good) (with|by|for) you$",
-    r"\bif (you are|that is) (happy|ok|fine|good|comfortable|all right|cool)( with (that|it|you)|"
-    r" for "
-    r"me to| for me to do that)?$",
+    r"\bif (you are|that is) (happy|ok|fine|good|comfortable|all right|cool)"
+    r"( with (that|it|you)| for me to| for me to do that)?$",
     r"\b(would|will|is) it (be )?(all right|ok|fine|good) (if|for) (i|me|we|us)\b",
     r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) (with|for) (me|us) "
     r"(to |\w+ing\b)",
@@ -904,8 +903,7 @@ def _verb_forms(verb: str) -> set[str]:
     return forms
 
 
-_IRREGULAR_PAST = {"send": {"sent"}, "put": {"putting"}, "lock": set(), "get": {"got", "getting"},
-                   "make": {"made"}, "set": {"setting"}, "run": {"ran", "running"}}
+_IRREGULAR_PAST = {"send": {"sent"}}
 """Forms of the gated verbs that no suffix makes ("sent it off")."""
 
 
@@ -953,8 +951,9 @@ def _mask_phones(text: str) -> str:
 
 
 _RAW_TEXT_GRADERS = frozenset({"normalized_phone", "exact", "casefold_exact"})
-_IDENTIFIER_GRADERS = frozenset({"exact", "casefold_exact"})
 """Graders whose values are looked for in the text as said, phone numbers included."""
+_IDENTIFIER_GRADERS = frozenset({"exact", "casefold_exact"})
+"""Graders of identifiers, which a listener may mishear a character of."""
 
 
 def _said_as_value(words: list[str], option: list[str]) -> bool:
@@ -966,7 +965,7 @@ def _said_as_value(words: list[str], option: list[str]) -> bool:
 
 
 def _is_name(value: Any) -> bool:
-    """A person's name: two or three capitalized words ("Rachel Kim", "Dr. Naomi Singh")."""
+    """A person's name: two to four capitalized words ("Rachel Kim", "Dr. Naomi Singh")."""
     words = re.findall(r"[A-Za-z][\w'-]*", str(value or ""))
     return 2 <= len(words) <= 4 and all(w[0].isupper() for w in words)
 
@@ -1734,8 +1733,8 @@ class SemanticActObserver:
 
     def _says_a_value(self, key: FieldKey, text: str) -> bool:
         """``text`` says a value of the kind ``key`` holds, right or wrong: a phone number,
-        a date, a number, an identifier's digits (not a name or a choice, which a question
-        may offer to choose from)."""
+        a date, a number, an identifier's digits, a person's name (a capitalized word after
+        the start); never a choice, which a question may offer to choose from."""
         spec = self._specs.get(key)
         if spec is None:
             return False
