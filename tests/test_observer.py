@@ -367,14 +367,16 @@ def test_approval_shapes(observer: SemanticActObserver, text: str,
 # --------------------------------------------------------------------------- values of a real task
 
 
+def _real(task_id: str) -> SemanticActObserver:
+    """The observer of a bundled task."""
+    from tests.conftest import bundled_tasks
+
+    return SemanticActObserver.for_task(next(t for t in bundled_tasks() if t.id == task_id))
+
+
 @pytest.fixture(scope="module")
 def enrollment() -> SemanticActObserver:
-    from pathlib import Path
-
-    from runtime.spec import load_tasks
-
-    return SemanticActObserver(next(t for t in load_tasks([Path("tasks")])
-                                    if t.id == "apexv1_001"))
+    return _real("apexv1_001")
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -478,12 +480,7 @@ def test_extras_and_statements_are_not_approval_requests(enrollment: SemanticAct
 
 
 def test_a_choice_between_options_asks_for_it() -> None:
-    from pathlib import Path
-
-    from runtime.spec import load_tasks
-
-    task = next(t for t in load_tasks([Path("tasks")]) if t.id == "apexv1_087")
-    observer = SemanticActObserver(task)
+    observer = _real("apexv1_087")
     assert _summary(observer.observe(
         "And are you the birth parent, the non-birth parent, or adopting?")) == [
         ("ask", "leave_type")]
@@ -512,9 +509,4 @@ def test_a_choice_between_options_asks_for_it() -> None:
 ])
 def test_numbers_inside_codes_and_times(task_id: str, text: str,
                                         expected: list[tuple[str, str | None]]) -> None:
-    from pathlib import Path
-
-    from runtime.spec import load_tasks
-
-    task = next(t for t in load_tasks([Path("tasks")]) if t.id == task_id)
-    assert _summary(SemanticActObserver(task).observe(text)) == expected
+    assert _summary(_real(task_id).observe(text)) == expected
