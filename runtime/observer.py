@@ -970,6 +970,19 @@ def _is_name(value: Any) -> bool:
     return 2 <= len(words) <= 4 and all(w[0].isupper() for w in words)
 
 
+def _fold_into_next(acts: list[Act], k: int) -> None:
+    """Act ``k`` is said as part of act ``k + 1``: one act, whose text is both sentences."""
+    acts[k + 1] = acts[k + 1].model_copy(update={"text": f"{acts[k].text} {acts[k + 1].text}"})
+    del acts[k]
+
+
+def _says_an_option(words: list[str], spec: FieldSpec, vals: list[Any]) -> bool:
+    """``words`` say one of a field's options or values as whole words (of 3 letters or
+    more: "no" is said about anything)."""
+    return any(_said_as_value(words, _words(str(o))) for o in [*spec.options, *vals]
+               if len("".join(_words(str(o)))) >= 3)
+
+
 def _option_forms(option: str, options: Iterable[str]) -> list[list[str]]:
     """An enum option as its words, and, for an option of several words, its last word when
     no other option ends with it ("the video call" offers "video call"; "parent" is none of
@@ -1199,9 +1212,7 @@ class SemanticActObserver:
                     and not self.fields_in(acts[k - 1].text)):
                 # "That should be everything we need. Shall I send it off?": the lead-in is
                 # part of the proposal
-                acts[k] = acts[k].model_copy(
-                    update={"text": f"{acts[k - 1].text} {acts[k].text}"})
-                del acts[k - 1]
+                _fold_into_next(acts, k - 1)
                 break
         for k in range(1, len(acts)):
             if (acts[k].act == "request_approval" and (acts[k - 1].act == "inform" or (
@@ -1210,9 +1221,7 @@ class SemanticActObserver:
                          or _GENERIC_PROCEED.search(" ".join(_words(acts[k - 1].text))))
                     and not self._has_gated(_words(acts[k].text))):
                 # "I can submit it now. Is that OK?" is one request, said in both sentences
-                acts[k] = acts[k].model_copy(
-                    update={"text": f"{acts[k - 1].text} {acts[k].text}"})
-                del acts[k - 1]
+                _fold_into_next(acts, k - 1)
                 break
         for k in range(len(acts) - 1):
             nxt = acts[k + 1]
@@ -1640,8 +1649,7 @@ class SemanticActObserver:
             if key in out:
                 continue
             if spec.grader == "enum":
-                opts = [o for o in [*spec.options, *vals] if len("".join(_words(str(o)))) >= 3]
-                if any(_said_as_value(words, _words(str(o))) for o in opts):
+                if _says_an_option(words, spec, vals):
                     out.append(key)
                 continue
             said = text if spec.grader in _RAW_TEXT_GRADERS else masked
@@ -1712,8 +1720,7 @@ class SemanticActObserver:
             covered = {i for m in matches if key not in m.phrase.fields
                        for i in range(m.start, m.end)}
             words = [w if i not in covered else "" for i, w in enumerate(c.words)]
-            said = [o for o in [*spec.options, *vals] if len("".join(_words(str(o)))) >= 3]
-            if any(_said_as_value(words, _words(str(o))) for o in said):
+            if _says_an_option(words, spec, vals):
                 out.append(key)
         return out
 
