@@ -336,7 +336,8 @@ _CLOSE = _rx(
     r"\byou are (all )?(set|good to go|done|sorted)\b",
     r"\benjoy (the rest of )?your (day|afternoon|evening|weekend)\b",
     r"\btalk (to you )?(soon|later)\b",
-    r"\b(thanks|thank you) (so much |very much )?for your (time|patience)\b",
+    # at the end of what is said: "Thank you for your patience, three one two ..." is no close
+    r"\b(thanks|thank you) (so much |very much )?for your (time|patience)( \w+){0,2}$",
     r"\bthat is (all|everything) for (today|now)\b",
     r"\b(we are|that is) all (done|set)\b",
     r"\buntil next time\b",
@@ -845,6 +846,7 @@ def _near_identifier(value: Any, text: str) -> bool:
     if len(target) < 4 or not any(ch.isdigit() for ch in target):
         return False
     tokens = re.findall(r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", _words_to_digits_text(text))
+    # a prefix said apart from its number: "SSO two twenty-one" for SSO-212
     tokens += _read_out_runs(text)
     for token in tokens:
         cand = canonical_identifier(token)
@@ -1147,6 +1149,10 @@ class SemanticActObserver:
                     recap.append(((artifact.id, f.name), f, vals))
         self._recap_values = recap
         self._specs = {(a.id, f.name): f for a in task.artifacts for f in a.fields}
+        self._field_words = {
+            key: frozenset(_stem(w) for w in _words(" ".join([spec.label, *spec.synonyms]))
+                           if w not in _STOPWORDS and len(w) > 2)
+            for key, spec in self._specs.items()}
         # fields whose values are words a sentence may say about anything ("hybrid", "low"):
         # enums and one-word values, stated only beside another restated value
         self._word_valued = frozenset(
@@ -1284,6 +1290,7 @@ class SemanticActObserver:
         sentence after an announced recap restates values even without a lead-in."""
         out: list[Act] = []
         announced: str | None = None
+        listed: str | None = None
         done: set[str] = set()
         for act in acts:
             if announced is not None and act.text != announced and act.act in (
@@ -1301,12 +1308,24 @@ class SemanticActObserver:
                     continue
                 if act.text.count(",") >= 2:
                     continue  # the recap's list itself, nothing else
+            elif listed is not None and act.text != listed and act.act == "inform" and len(
+                    self._recap_fields(act.text)) >= 2:
+                # the recap's list goes on in the next sentence ("… four years' service.
+                # Sixteen weeks paid, then up to ten weeks unpaid, and sixty days' notice.")
+                if act.text not in done:
+                    done.add(act.text)
+                    out += self._field_acts("read_back", self._recap_fields(act.text), act.text)
+                continue
             out.append(act)
             if act.act == "summarize" and not any(
                     a.act in ("read_back", "confirm") and a.text == act.text for a in acts):
                 announced = act.text
             elif act.text != announced:
                 announced = None
+            if act.act == "summarize":
+                listed = act.text
+            elif act.text != listed:
+                listed = None
         return out
 
     def fields_in(self, text: str) -> list[FieldKey]:
@@ -1433,7 +1452,10 @@ class SemanticActObserver:
             return [*summary, Act(act="close", text=c.text)]
 
         if len(fields) == 1 and fields[0] in stated:
-            stated = fields  # one field named with its value: it owns the value
+            # one field named with its value owns that value; another field stays stated only
+            # by a value of its own ("240 million in revenue and 75 thousand for phase one")
+            stated = fields + [k for k in stated if k != fields[0]
+                               and not self._same_value(k, fields[0])]
         if question and not fields and not stated and not any(w in _WH for w in c.words) and (
                 _CONFIRM_TAG.search(c.text) or _YOU_SAID.search(c.joined)
                 or c.words[c.lead()] not in _AUX | {"can", "could", "would", "will", "may"}):
@@ -1507,6 +1529,7 @@ class SemanticActObserver:
             # "March first, twenty twenty-seven, and hybrid.": beside a restated value, an
             # option or a one-word value of another field is restated too
             readback += [k for k in self._word_values_said(c) if k not in readback]
+            readback += [k for k in self._small_values_said(c) if k not in readback]
         if readback:
             return self._field_acts("read_back", readback, c.text)
         return [Act(act="inform", text=c.text)]
@@ -1724,6 +1747,17 @@ class SemanticActObserver:
                 out.append(key)
         return out
 
+    def _small_values_said(self, c: _Clause) -> list[FieldKey]:
+        """Fields holding a small number (a count, a term in years) whose value the clause says
+        beside a word of the field's own vocabulary ("you led a team of five", "a three-year
+        term"): restated beside another restated value, where the field goes unnamed."""
+        stems = set(c.stems)
+        masked = _mask_phones(c.text)
+        return [key for key, spec, vals in self._values
+                if spec.grader == "numeric_tolerance" and all(_small_number(v) for v in vals)
+                and self._field_words.get(key, frozenset()) & stems
+                and self._states_value(spec, vals, masked, c.text)]
+
     def _choice_offered(self, c: _Clause) -> list[FieldKey]:
         """Choice fields whose options a question offers, two or more joined by "or"."""
         if "or" not in c.words:
@@ -1737,6 +1771,15 @@ class SemanticActObserver:
             if said >= 2:
                 out.append(key)
         return out
+
+    def _same_value(self, key: FieldKey, other: FieldKey) -> bool:
+        """A caller value of ``other`` states a value of ``key`` too (both fields hold three, or
+        the same date): said once, the value belongs to the field named."""
+        mine = next(((spec, vals) for k, spec, vals in self._values if k == key), None)
+        theirs = next((vals for k, _, vals in self._values if k == other), [])
+        if mine is None:
+            return True
+        return any(self._states_value(mine[0], mine[1], str(v), str(v)) for v in theirs)
 
     def _says_a_value(self, key: FieldKey, text: str) -> bool:
         """``text`` says a value of the kind ``key`` holds, right or wrong: a phone number,
