@@ -162,11 +162,21 @@ def _canonical_str(text: str) -> str:
     return " ".join(text.split())
 
 
+_NUMBER_WORDS = (
+    "zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+    "fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
+    "eighty|ninety|hundred|thousand|million")
+_NUMBER_UNIT = re.compile(
+    rf"\b({_NUMBER_WORDS})-(?!(?:{_NUMBER_WORDS})\b)(?=[a-z])", re.IGNORECASE)
+
+
 @lru_cache(maxsize=_TEXT_CACHE)
 def _words_to_digits(text: str) -> str:
     """Spoken numbers to digits: ``alpha2digit`` (threshold 0), then the forms it does not
     know: "oh" next to a digit is 0, "double 5" / "triple 5" repeat the digit."""
     text = unicodedata.normalize("NFKC", text)
+    # a number joined to its unit ("a three-year term", "a five-person crew") is the number
+    text = _NUMBER_UNIT.sub(r"\1 ", text)
     text = alpha2digit(text, "en", threshold=0)
     # "oh" is a digit only next to a digit group ("five oh one", "oh seven", "oh oh seven").
     previous = None

@@ -288,6 +288,8 @@ _REQUEST = _rx(
     r"^please (give|tell|provide|spell|state|say|share|enter|read|send|let me know|confirm"
     r"|repeat|verify)\b",
     r"^(tell|give) me\b",
+    # "Before I dig in, give me your name", "Read me the tag number"
+    r"\b(tell|give|read) me (your|the|a|an|what|whether|if|how|who|when|where|which)\b",
     r"^(let me|let us) (get|grab|have|take|start with|move on to|turn to|go to|do)\b",
     r"\b(i|we) (will |would |also |just |still |now |then |first |next )*(need|require)\b",
     r"\bi would (like|love) (to (get|have|know|ask|take) )?your\b",
@@ -793,6 +795,11 @@ _CALLER_DID = re.compile(
 """A question about what the caller (or someone else) did, not a proposal of the agent's."""
 _IS_WAS = frozenset({"is", "was", "are", "were"})
 _SUBJECTS = frozenset({"i", "you", "we", "it", "that", "this", "they", "she", "he"})
+_FUNCTION_WORDS = _AUX | _WH | _SUBJECTS | _DETERMINERS | frozenset({
+    "you", "your", "yours", "me", "my", "we", "our", "they", "them", "their", "his", "her",
+    "its", "from", "with", "for", "about", "that", "this", "there", "here", "what", "else",
+    "much", "many", "long", "when", "need", "want", "like", "get", "give", "tell",
+})
 _ORDINAL_ONE = re.compile(r"\b(first|second|once|one more time|one last time)\b", re.I)
 """Counting words that say no value ("a first phase", "one more time")."""
 _IS_YOUR = re.compile(r"^(is|was|are|were) (your|the) ")
@@ -1153,6 +1160,13 @@ class SemanticActObserver:
             key: frozenset(_stem(w) for w in _words(" ".join([spec.label, *spec.synonyms]))
                            if w not in _STOPWORDS and len(w) > 2)
             for key, spec in self._specs.items()}
+        # the content words of a field's label and synonyms: no pronoun, auxiliary, question
+        # word or verb form in -ing ("Where are you calling from?" names no field)
+        self._vocab_words = {
+            key: frozenset(_stem(w) for w in _words(" ".join([spec.label, *spec.synonyms]))
+                           if w not in _STOPWORDS and w not in _FUNCTION_WORDS
+                           and len(w) > 3 and not w.endswith("ing"))
+            for key, spec in self._specs.items()}
         # fields whose values are words a sentence may say about anything ("hybrid", "low"):
         # enums and one-word values, stated only beside another restated value
         self._word_valued = frozenset(
@@ -1210,7 +1224,8 @@ class SemanticActObserver:
                 a.act == "inform" and not _NEWS.search(a.text) and not self.fields_in(a.text)
                 and not _STATUS_NEWS.search(" ".join(_words(a.text)))
                 and (_PLEASANTRY.search(" ".join(_words(a.text)))
-                     or len(_words(a.text)) <= 3 or self._desk_intro(a.text, a.text)))]
+                     or (len(_words(a.text)) <= 3 and any(g.act == "greet" for g in acts))
+                     or self._desk_intro(a.text, a.text)))]
         for k in range(1, len(acts)):
             if (acts[k].act in ("request_approval", "offer") and acts[k - 1].act == "inform"
                     and acts[k - 1].text != acts[k].text
@@ -1223,7 +1238,7 @@ class SemanticActObserver:
         for k in range(1, len(acts)):
             if (acts[k].act == "request_approval" and (acts[k - 1].act == "inform" or (
                     acts[k - 1].act == "offer" and not acts[k - 1].text.rstrip().endswith("?")))
-                    and (self._has_gated(_words(acts[k - 1].text))
+                    and (self._proposed_gated(acts[k - 1].text)
                          or _GENERIC_PROCEED.search(" ".join(_words(acts[k - 1].text))))
                     and not self._has_gated(_words(acts[k].text))):
                 # "I can submit it now. Is that OK?" is one request, said in both sentences
@@ -1236,6 +1251,7 @@ class SemanticActObserver:
                     " ".join(_words(acts[k].text))) and not self.fields_in(acts[k].text)):
                 del acts[k]  # "Here's where we've landed." introduces the recap that follows
                 break
+        acts = self._recap_checked(acts)
         restated = {(a.artifact, a.field) for a in acts
                     if a.act in ("read_back", "confirm") and a.field}
         if len(restated) >= 2 and not any(a.act == "summarize" for a in acts):
@@ -1328,6 +1344,26 @@ class SemanticActObserver:
                 listed = None
         return out
 
+    @staticmethod
+    def _recap_checked(acts: list[Act]) -> list[Act]:
+        """"Here's the draft: Daniel Osei, North Tower, … Does all of that look right?": a
+        recap that a question then asks the caller to check is a confirm of each field it
+        restates, the check itself no separate act."""
+        for k in range(1, len(acts)):
+            check = acts[k]
+            if check.act != "confirm" or check.field or check.text == acts[k - 1].text:
+                continue
+            before = [i for i, a in enumerate(acts) if a.text == acts[k - 1].text]
+            fields = [i for i in before if acts[i].act == "read_back" and acts[i].field]
+            if len(fields) < 2 or not any(acts[i].act == "summarize" for i in before):
+                continue
+            out = list(acts)
+            for i in fields:
+                out[i] = acts[i].model_copy(update={"act": "confirm"})
+            del out[k]
+            return out
+        return acts
+
     def fields_in(self, text: str) -> list[FieldKey]:
         """The fields a text names (lexicon) or states a caller's value of (remembered per
         text, like :meth:`_valued_fields`)."""
@@ -1380,7 +1416,9 @@ class SemanticActObserver:
         if m is not None and sentence.rstrip().endswith("?") and m.start() > 0:
             head, tail = sentence[:m.start()], sentence[m.end():]
             if _words(head) and _words(tail):
-                first = [a for a in self._sentence(head.strip() + ".", previous)
+                asked = self._question_form(_Clause.of(head, _words(head), True, previous))
+                first = [a for a in self._sentence(head.strip() + ("?" if asked else "."),
+                                                   previous)
                          if a.act != "inform"]  # an acknowledgement inside a question
                 return [*first, *self._sentence(tail.strip(), _words(head))]
         words = _words(sentence)
@@ -1441,6 +1479,7 @@ class SemanticActObserver:
         if proposal or (
             _OFFER.search(c.joined) and not _OFFER_NOT.search(c.joined)
             and not _GREET.search(c.joined)  # "What can I do for you?"
+            and c.words[c.lead()] not in _WH  # "Who should I list as the owner?" asks
             and not _REQUEST.search(c.led)  # "Could you give me a date so I can put it in?"
             and not stated and not self._readback_fields(c, fields)
             # "Do you want the firm to send a letter?" asks the caller's choice of a field
@@ -1488,6 +1527,8 @@ class SemanticActObserver:
             listed = self._recap_part(c.text)
             if listed is not None:
                 restated += [k for k in self._recap_fields(listed) if k not in restated]
+            if restated and not question:
+                restated += [k for k in self._small_values_said(c) if k not in restated]
             return [*summary, *(self._field_acts("read_back", restated, c.text)
                                 if restated else [])]
 
@@ -1512,7 +1553,7 @@ class SemanticActObserver:
             if question and self._caller_name and _WHO_IS_CALLING.search(c.joined):
                 return self._field_acts("ask", self._caller_name, c.text)
             if question:
-                return [Act(act="ask", text=c.text)]
+                return self._field_acts("ask", self._vocabulary_field(c), c.text)
 
         if _ANNOUNCE_STEP.search(c.led):
             return [Act(act="inform", text=c.text)]  # "Let me check the routing guide ..."
@@ -1747,6 +1788,41 @@ class SemanticActObserver:
                 out.append(key)
         return out
 
+    def _vocabulary_field(self, c: _Clause) -> list[FieldKey]:
+        """The one field a wh-question names no phrase of but shares the most words of its
+        label and synonyms with ("And the date?" for the event date, "What's the time off
+        for?" for the reason); none on a tie, nor for a yes/no question ("Are you at the
+        computer now?" asks no field)."""
+        lead = c.words[c.lead()] if c.words else ""
+        if lead not in _WH and lead not in {"and", "the"}:
+            return []
+        words = {_stem(w) for w in c.words
+                 if w not in _STOPWORDS and w not in _WH and len(w) > 2}
+        words -= self._artifact_words | self._record_words
+        kind = self._answer_kind(c.words[c.lead():c.lead() + 2])
+        scores = sorted(((len(v & words), k) for k, v in self._vocab_words.items()
+                         if kind is None or self._kind_of(k) == kind), reverse=True)
+        if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):
+            return []
+        return [scores[0][1]]
+
+    @staticmethod
+    def _answer_kind(lead: list[str]) -> str | None:
+        """The kind of answer a question word asks for: "when" a date, "how many / much" a
+        number, "who" anything but those two; None when the word does not say."""
+        first = lead[0] if lead else ""
+        if first == "when":
+            return "date"
+        if first == "how" and lead[1:2] and lead[1] in {"many", "much"}:
+            return "number"
+        return "other" if first in {"who", "whom", "whose"} else None
+
+    def _kind_of(self, key: FieldKey) -> str:
+        spec = self._specs[key]
+        if spec.grader == "normalized_date" or spec.type == "date":
+            return "date"
+        return "number" if spec.grader == "numeric_tolerance" else "other"
+
     def _small_values_said(self, c: _Clause) -> list[FieldKey]:
         """Fields holding a small number (a count, a term in years) whose value the clause says
         beside a word of the field's own vocabulary ("you led a team of five", "a three-year
@@ -1865,8 +1941,9 @@ class SemanticActObserver:
         first = c.words[i]
         nxt = c.words[i + 1] if i + 1 < len(c.words) else ""
         if first in _WH:
-            return nxt in _AUX or nxt in {"many", "much", "long", "old", "often", "about"} or any(
-                x in _AUX for x in c.words[i + 2:i + 4])  # "what day are you starting"
+            return (first == "who" or nxt in _AUX  # "who signs off on it"
+                    or nxt in {"many", "much", "long", "old", "often", "about"}
+                    or any(x in _AUX for x in c.words[i + 2:i + 5]))  # "what sort of X did"
         if i + 1 < len(c.words) and c.words[i + 1] in _WH and first in {"roughly", "exactly",
                                                                           "so", "and", "but"}:
             return True
@@ -1909,6 +1986,17 @@ class SemanticActObserver:
             return True
         # "I can submit it now. Should I?"
         return c.joined in _BARE_PERMISSION and self._has_gated(c.previous)
+
+    def _proposed_gated(self, text: str) -> bool:
+        """A statement that says the gated action as what the agent will do ("I can submit it
+        now."), not as a consequence ("Committing it books the order.") or in a time clause
+        ("The refund goes out when I commit it.")."""
+        main = _words(_main_clauses(text))
+        if not self._has_gated(main):
+            return False
+        w = _words(text)
+        lead = w[_Clause.of(text, w, False, []).lead()] if w else ""
+        return not (lead.endswith("ing") and self._has_gated([lead]))
 
     def _has_gated(self, w: list[str]) -> bool:
         return any(_starts_with_seq(w, i, self._gated.get(x, ())) and not _noun_use(w, i)

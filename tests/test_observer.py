@@ -510,3 +510,53 @@ def test_a_choice_between_options_asks_for_it() -> None:
 def test_numbers_inside_codes_and_times(task_id: str, text: str,
                                         expected: list[tuple[str, str | None]]) -> None:
     assert _summary(_real(task_id).observe(text)) == expected
+
+
+@pytest.mark.parametrize(("task_id", "text", "expected"), [
+    # a field named with its value owns that value only: another field stated by a value of
+    # its own is restated too
+    ("apexv1_030", "So that's two hundred forty million in revenue and seventy-five thousand "
+     "to start.", [("summarize", None), ("read_back", "annual_revenue"), ("read_back", "budget")]),
+    # a recap's list goes on in the next sentence
+    ("apexv1_087", "Here's what I have so far: Hannah Brooks, birth parent, due March "
+     "twenty-eighth. Sixteen weeks paid, ten weeks unpaid, sixty days' notice.",
+     [("summarize", None), ("read_back", "employee_name"), ("read_back", "leave_type"),
+      ("read_back", "expected_due_date"), ("read_back", "paid_weeks"),
+      ("read_back", "notice_days"), ("read_back", "unpaid_weeks")]),
+    # a small count beside its own vocabulary, next to another restated value
+    ("apexv1_011", "Forty thousand requests at peak, and a team of five under you.",
+     [("summarize", None), ("read_back", "peak_traffic_rps"), ("read_back", "team_size_led")]),
+    ("apexv1_076", "Four hundred twenty seats, Enterprise, on a three-year term.",
+     [("summarize", None), ("read_back", "seat_count"), ("read_back", "product_edition"),
+      ("read_back", "term_years")]),
+    # thanks for patience before a read-back is no send-off; at the end of a turn it is
+    ("apexv1_015", "Thank you for your patience, three one two, five five five, zero one four "
+     "seven.", [("read_back", "referee_phone")]),
+    ("apexv1_015", "Thanks for your patience today.", [("close", None)]),
+    # what committing does is information, not part of the request that follows
+    ("apexv1_076", "Committing it books the order and starts the invoices. Are you good for "
+     "me to do that now?", [("inform", None), ("request_approval", "commit:order_1")]),
+    ("apexv1_076", "I can commit the order now. Is that okay?",
+     [("request_approval", "commit:order_1")]),
+    # a recap the next question asks the caller to check: each field confirmed
+    ("apexv1_010", "Here's the draft: Daniel Osei, Brightline Electrical, North Tower. Does "
+     "all of that look right?", [("summarize", None), ("confirm", "full_name"),
+                                  ("confirm", "company"), ("confirm", "building")]),
+    # requests in the imperative, after a lead-in clause
+    ("apexv1_082", "Before I look at the policy, give me your employee ID.",
+     [("ask", "employee_id")]),
+    ("apexv1_102", "Read me the lockout tag number.", [("ask", "lockout_tag")]),
+    # "who should I list as ..." asks; it offers nothing
+    ("apexv1_118", "Who should I list as the engineer owning the hold?", [("ask", "hold_owner")]),
+    # a run-on question's first half is a question too
+    ("apexv1_030", "Who signs off on this besides you, and when do you hope to decide?",
+     [("ask", "decision_makers"), ("ask", "decision_date")]),
+    ("apexv1_045", "And what kind of laptop did they give you", [("ask", "computer")]),
+    # a wh-question bound by the words of one field's label, of the kind it asks for
+    ("apexv1_078", "And the date?", [("ask", "event_date")]),
+    ("apexv1_070", "Where are you calling from today?", [("ask", None)]),
+    ("apexv1_106", "Who did the inspection?", [("ask", None)]),
+])
+def test_rules_of_the_seventh_round(task_id: str, text: str,
+                                    expected: list[tuple[str, str | None]]) -> None:
+    assert _summary(_real(task_id).observe(text)) == expected
