@@ -486,6 +486,12 @@ _OFFER = _rx(
     r"\bwould it help (if|for) (i|me|us|we)\b",
     r"\bwould (a|an|the|some) .+ be (useful|helpful|handy)\b",
     r"\b(do you )?want me to$",
+    r"^(you )?want (a|an|the|some|any|me|us|my|our)\b",  # "Want an email confirmation?"
+    r"\bwant me to\b",
+    r"^if you (would )?like,? i (can|could)\b",
+    r"^i (can|could) (also |even )?[a-z]+ .*\bif (so|needed|you like|you want)$",
+    r"^(and )?i can also (send|text|email|book|set up|arrange|schedule|call|forward|add|mail|"
+    r"put|reserve|draft)\b",  # an extra, said as a statement
     r"\bdo you want (the|a|an|it|them|those|these) .* (sent|emailed|mailed|texted|forwarded)\b",
 )
 """An offer: the agent proposes to do something (the caller decides)."""
@@ -493,8 +499,17 @@ _AGENT_ACTS = _rx(
     r"\b(me|us) to\b", r"\b(shall|should|can|could|may) (i|we)\b", r"^i (can|could)\b",
     r"\b(and|so|but) i (can|could) (also )?\b",
     r"\bif (i|we)\b",
+    r"\bi (can|could) (also |even )?[a-z]+ you\b",  # "If not, I can call you back later."
 )
 """The agent would do it: "want me to", "shall I", "I could also …", "would it help if I"."""
+_HELP_TAG = _rx(
+    r"^(and |so )?(would|will|does|do) (that|this|it|you) (help|be (useful|helpful|handy|good|"
+    r"ok|okay|alright|all right)|like that|want that|work for you|sound (good|helpful|useful))"
+    r"( at all)?$",
+    r"^(any use|want that|helpful)$",
+)
+"""A question that only asks whether the agent's suggestion would help ("Would that help?")."""
+_I_CAN = _rx(r"\b(i|we) (can|could) (also |even |quickly )?[a-z]+\b")
 _OFFER_NOT = _rx(
     r"\b(would|do) you (like|want) to (add|change|update|keep|go with|use|stay|enroll|"
     r"include|list|name|put|make|cover|choose|pick|select)\b",
@@ -736,10 +751,10 @@ _NOT_INTRO = frozenset({
 })
 _DESK_INTRO = re.compile(
     r"^([a-z0-9&]+ ){0,3}(desk|line|team|support|services|service|office|department|"
-    r"helpdesk|hotline|center|centre|reception|scheduling|intake|enrollment|billing)"
+    r"helpdesk|helpline|hotline|center|centre|reception|scheduling|intake|enrollment|billing)"
     r"( [a-z0-9&]+){0,5}$"
     r"|^([a-z0-9&]+ ){0,6}(desk|line|team|support|services|service|office|department|"
-    r"helpdesk|hotline|center|centre|reception|scheduling|intake|enrollment|billing)"
+    r"helpdesk|helpline|hotline|center|centre|reception|scheduling|intake|enrollment|billing)"
     r"( (line|desk|team))?(,? (this is|[a-z]+ speaking|speaking))?( \w+)?$"
 )
 
@@ -1244,6 +1259,16 @@ class SemanticActObserver:
                 # "I can submit it now. Is that OK?" is one request, said in both sentences
                 _fold_into_next(acts, k - 1)
                 break
+        for k in range(1, len(acts)):
+            if (acts[k].act == "ask" and acts[k].field is None
+                    and _HELP_TAG.search(" ".join(_words(acts[k].text)))
+                    and acts[k - 1].act in ("inform", "offer")
+                    and acts[k - 1].text != acts[k].text
+                    and _I_CAN.search(" ".join(_words(acts[k - 1].text)))):
+                # "I can text you a checklist. Would that help?": one offer in two sentences
+                acts[k] = acts[k].model_copy(update={"act": "offer"})
+                _fold_into_next(acts, k - 1)
+                break
         for k in range(len(acts) - 1):
             nxt = acts[k + 1]
             if (acts[k].act == "inform" and nxt.text != acts[k].text and nxt.act in (
@@ -1400,8 +1425,10 @@ class SemanticActObserver:
         words = _words(head)
         if not words or not _DESK_INTRO.match(" ".join(words)) or set(words) & _NOT_INTRO:
             return False
-        if words[0] in _STOPWORDS | {"so", "that", "this", "a", "standard"}:
+        if words[0] in _STOPWORDS | {"so", "that", "this", "a", "standard", "sorry"}:
             return False
+        if any(w.endswith("ed") or w in {"to", "there", "sent"} for w in words):
+            return False  # "Sorry, the line dropped for a second there.", "Sent to billing."
         sent = " ".join(_words(sentence))
         return not (_ACK.search(sent) or _CONFIRM_TAG.search(sentence)
                     or self._fields(_Clause.of(head, words, False, [])))

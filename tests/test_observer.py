@@ -556,6 +556,19 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
     ("apexv1_078", "And the date?", [("ask", "event_date")]),
     ("apexv1_070", "Where are you calling from today?", [("ask", None)]),
     ("apexv1_106", "Who did the inspection?", [("ask", None)]),
+    # an apology for the line or a status is no desk introduction; a helpline's name is
+    ("apexv1_001", "Sorry, the line dropped for a second there.", [("inform", None)]),
+    ("apexv1_051", "Sent to the billing contact on file.", [("inform", None)]),
+    ("apexv1_038", "Corvane People Helpline, this is Sam.", [("greet", None)]),
+    # extras offered as statements and in short forms
+    ("apexv1_038", "Are you somewhere private right now? If not, I can call you back later.",
+     [("ask", None), ("offer", None)]),
+    ("apexv1_070", "Want a hold on your calendar for those days?", [("offer", None)]),
+    ("apexv1_078", "I can reserve parking spaces if so.", [("offer", None)]),
+    ("apexv1_032", "While you wait, I can text you a short list of things to keep. Would that "
+     "help?", [("offer", None)]),
+    # a field's value offered back is still a restatement
+    ("apexv1_001", "Want the HDHP plan?", [("confirm", "medical_plan")]),
 ])
 def test_rules_of_the_seventh_round(task_id: str, text: str,
                                     expected: list[tuple[str, str | None]]) -> None:
