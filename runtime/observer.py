@@ -392,6 +392,15 @@ _CONFIRM = _rx(
     r"\b(does|do) (that|this|it|everything|all of that|all that|those|these)( \w+){0,5} "
     r"(match|line up with|look right|sound right|look correct|sound correct)\b",
     r"\b(that is|those are) (right|correct)\b.*$",
+    # "Sound right?", "Anything off?", "Does the rest of the memo match your notes?",
+    # "I went through those quickly, did they all sound right?"
+    r"^(does |do |did )?(that |this |it |everything |all that |all of that )?(all )?(sound|sounds"
+    r"|look|looks) (right|correct|good|ok|accurate)( to you)?$",
+    r"^(anything|something) (off|wrong|missing|i missed|i got wrong|to fix)$",
+    r"\b(does|do|did) (what|the rest|everything|any of)\b.*\b(match|matches|look right|sound "
+    r"right)\b",
+    r"\b(was|is|were|did) (everything|all of (it|that)|they all|those all|it all)\b.*\b(right|"
+    r"correct|accurate|sound right|match)$",
 )
 _EITHER_VALUE = _rx(r"^(sorry |so )?(was|is|did you say|were) (that|it|they) \w+.* or \w+")
 """'Was that four sites or five?': a value asked back as a choice."""
@@ -876,6 +885,29 @@ def _near_identifier(value: Any, text: str) -> bool:
                 sum(ch.isdigit() for ch in cand) >= 2):
             return True
     return False
+
+
+def _near_words(value: str | list[Any], said: str) -> float | None:
+    """How far the nearest run of words in ``said`` (canonical text) is from the value or,
+    for a list, from any one item ("Victor Hall" for [Laura Chen, Victor Hale]), scaled so that
+    under 0.5 is near; a run may have one word more or fewer ("Rosa del Gardo" for Rosa
+    Delgado). None when the value is too short to compare."""
+    items = [str(x) for x in value] if isinstance(value, list) else [value]
+    targets = [" ".join(canonical_text(" ".join(items)).split())]
+    if len(items) > 1:
+        targets += [canonical_text(x) for x in items]
+    toks = [w for w in said.split() if w != "and"]
+    best: float | None = None
+    for target in targets:
+        target = " ".join(w for w in target.split() if w != "and")
+        n = len(target.split())
+        if not n or len(target) < 5:
+            continue
+        for size in {max(1, n - 1), n, n + 1}:
+            for i in range(len(toks) - size + 1):
+                d = Levenshtein.normalized_distance(" ".join(toks[i:i + size]), target) * 1.5
+                best = d if best is None else min(best, d)
+    return best
 
 
 # --------------------------------------------------------------------------- lexicon
@@ -1380,7 +1412,7 @@ class SemanticActObserver:
                 continue
             before = [i for i, a in enumerate(acts) if a.text == acts[k - 1].text]
             fields = [i for i in before if acts[i].act == "read_back" and acts[i].field]
-            if len(fields) < 2 or not any(acts[i].act == "summarize" for i in before):
+            if len(fields) < 2:
                 continue
             out = list(acts)
             for i in fields:
@@ -1524,6 +1556,7 @@ class SemanticActObserver:
                                and not self._same_value(k, fields[0])]
         if question and not fields and not stated and not any(w in _WH for w in c.words) and (
                 _CONFIRM_TAG.search(c.text) or _YOU_SAID.search(c.joined)
+                or re.match(r"^(and |ok |okay )?so,? (it is|that is|you are)\b", c.joined)
                 or c.words[c.lead()] not in _AUX | {"can", "could", "would", "will", "may"}):
             near = self._near_value_field(c.text)
             if near:  # "Seven two zero, five five five, zero one four six?"
@@ -1785,16 +1818,7 @@ class SemanticActObserver:
                     if _near_identifier(v, text):  # "C four zero nine seven one" for C40917
                         score = 0.1
                 elif isinstance(v, str | list) and not re.search(r"\d", str(v)):
-                    items = v if isinstance(v, list) else [v]
-                    target_t = " ".join(w for w in canonical_text(" ".join(map(str, items)))
-                                        .split() if w != "and")
-                    toks = [w for w in said.split() if w != "and"]
-                    n = len(target_t.split())
-                    if n and len(target_t) >= 5:
-                        windows = [" ".join(toks[i:i + n]) for i in range(len(toks) - n + 1)]
-                        if windows:
-                            score = min(Levenshtein.normalized_distance(w, target_t)
-                                        for w in windows) * 1.5
+                    score = _near_words(v, said)
                 if score is not None and score < 0.5 and (best is None or score < best[0]):
                     best = (score, key)
         return [best[1]] if best else []
@@ -1898,7 +1922,8 @@ class SemanticActObserver:
             return bool(dates_in_text(masked, self._reference))
         if spec.grader == "numeric_tolerance":
             return bool(numbers_in_text(masked))
-        if spec.grader in ("exact", "casefold_exact") and re.search(r"\d", str(spec.gold)):
+        if spec.grader in ("exact", "casefold_exact", "set_f1") and re.search(
+                r"\d", str(spec.gold)):  # an identifier, or a list of them ("lot 7731")
             return bool(re.search(r"\d", _words_to_digits_text(masked)))
         if _is_name(spec.gold):  # "And your sponsor is Rachel Kimball?"
             return bool(re.search(r"(?<![.?!]\s)(?<!^)\b[A-Z][a-z]{2,}", text.strip()))

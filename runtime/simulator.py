@@ -17,7 +17,13 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from grading.fields import numbers_in_text, unit_numbers, value_in_text
+from grading.fields import (
+    canonical_text,
+    numbers_in_text,
+    split_items,
+    unit_numbers,
+    value_in_text,
+)
 from runtime.audio import (
     FRAME_MS,
     FRAME_SAMPLES,
@@ -249,11 +255,17 @@ class RevealPolicy:
         if known is None:
             return "unknown"
         spec, value, _fix = known
-        found = value_in_text(spec.grader, value, act.text, tolerance=spec.tolerance,
+        text = act.text
+        persona = self.task.user.persona.name
+        if spec.grader == "set_f1" and any(canonical_text(v) == canonical_text(persona)
+                                           for v in split_items(value)):
+            # "So that's you and Victor Hale": to the caller, "you" is the caller's own name
+            text = re.sub(r"\byou(rself)?\b", persona, text, flags=re.IGNORECASE)
+        found = value_in_text(spec.grader, value, text, tolerance=spec.tolerance,
                               options=spec.options, reference=self.task.reference_date,
                               restatement=True)
         if found == "absent" and spec.grader == "enum":
-            found = _yes_no_stated(spec, value, act.text)
+            found = _yes_no_stated(spec, value, text)
         if found == "match":
             return "match"
         if found == "mismatch" or (act.act == "read_back" and spec.grader != "enum"):

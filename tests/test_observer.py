@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from runtime.observer import Act, SemanticActObserver, split_sentences
-from runtime.spec import TaskSpec
+from runtime.simulator import RevealPolicy
+from runtime.spec import TaskSpec, default_tasks_dir, load_tasks
 
 # --------------------------------------------------------------------------- fixture
 
@@ -569,7 +570,32 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
      "help?", [("offer", None)]),
     # a field's value offered back is still a restatement
     ("apexv1_001", "Want the HDHP plan?", [("confirm", "medical_plan")]),
+    # short checks of what was read out
+    ("apexv1_045", "Anything off?", [("confirm", None)]),
+    ("apexv1_097", "Does the rest of the memo match your notes?", [("confirm", None)]),
+    ("apexv1_064", "I went through those numbers pretty quickly, did they all sound right?",
+     [("confirm", None)]),
+    ("apexv1_041", "Desktop, Edge, text codes. Sound right?",
+     [("summarize", None), ("confirm", "browser"), ("confirm", "device")]),
+    # a name asked back a word longer or shorter, or one item of a list of names
+    ("apexv1_118", "Rosa del Gardo?", [("confirm", "hold_owner")]),
+    ("apexv1_030", "So it's you and Victor Hall signing off?", [("confirm", "decision_makers")]),
+    ("apexv1_118", "Just lot seventy-seven thirty-one then?", [("confirm", "hold_lots")]),
 ])
 def test_rules_of_the_seventh_round(task_id: str, text: str,
                                     expected: list[tuple[str, str | None]]) -> None:
     assert _summary(_real(task_id).observe(text)) == expected
+
+
+@pytest.mark.parametrize(("text", "verdict"), [
+    ("So that's you and Victor Hale signing off.", "match"),  # "you" is the caller
+    ("So that's you and Victor Hall signing off.", "mismatch"),
+    ("So that's Victor Hale signing off.", "mismatch"),  # the caller left out
+])
+def test_the_caller_is_you_in_a_list_of_names(text: str, verdict: str) -> None:
+    task = next(t for t in load_tasks([default_tasks_dir()]) if t.id == "apexv1_030")
+    policy = RevealPolicy(task)
+    policy.spoken.extend(p.id for p in task.plans)
+    act = next(a for a in SemanticActObserver(task).observe(text) if a.field)
+    assert act.field == "decision_makers"
+    assert policy.check_restatement(act) == verdict
