@@ -808,6 +808,9 @@ def _spelled_runs(text: str) -> str:
     """Spoken numbers to digits and letters/digits said one at a time joined up:
     "E, 4, 4, 7, 1" → "E4471", "H O 5 5 2" → "HO552", "E as in echo, four, ..." → "E4..."."""
     t = _words_to_digits(_AS_IN.sub(r"\1", text))
+    # "S, S, O, dash, two one two": a dash said between characters is the identifier's dash
+    t = re.sub(r"(?<=[A-Za-z0-9])[\s,]+(?:dash|hyphen)[\s,]+(?=[A-Za-z0-9])", "-", t,
+               flags=re.IGNORECASE)
     return re.sub(
         r"\b[A-Za-z0-9](?:[\s,.-]+[A-Za-z0-9]\b)+",
         lambda m: re.sub(r"[\s,.-]+", "", m.group(0)), t,
@@ -1003,7 +1006,31 @@ def value_in_text(
         return "mismatch" if any(e != "absent" for e in ends) else "absent"
     if grader in ("exact", "casefold_exact") and re.search(r"\d", _as_text(value)):
         return _identifier_in_text(value, text)
+    if "@" in _as_text(value):
+        return _email_in_text(value, text)  # an email is said only as an email
     return _tokens_in_text(value, text, restatement)
+
+
+EMAIL_SAID = re.compile(
+    r"\S+@\S+"
+    r"|\b[a-z0-9]+(?:\s*(?:\bdot\b|\.|\bunderscore\b)\s*[a-z0-9]+)*\s+at\s+[a-z0-9]+"
+    r"(?:\s+[a-z0-9]+){0,2}?\s+dot\s+(?:com|org|net|co|io|edu|gov)\b",
+    re.IGNORECASE)
+"""An email address, written or said ("laura dot chen at fenwick foods dot com")."""
+
+
+def _email_in_text(value: Any, text: str) -> ValueFound:
+    """An email address said or written, compared letter for letter with the words "at",
+    "dot" and "underscore" and the spaces left out ("fenwick foods" is fenwickfoods)."""
+    def compact(s: str) -> str:
+        s = re.sub(r"\b(at|dot|underscore)\b", " ", s.casefold())
+        return "".join(ch for ch in s if ch.isalnum())
+
+    spans = [m.group(0) for m in EMAIL_SAID.finditer(text)]
+    if not spans:
+        return "absent"
+    target = compact(_as_text(value))
+    return "match" if any(compact(sp) == target for sp in spans) else "mismatch"
 
 
 def _thousands_dropped(text: str, number: float) -> list[float]:

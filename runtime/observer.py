@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from rapidfuzz.distance import Levenshtein
 
 from grading.fields import (
+    EMAIL_SAID,
     canonical_identifier,
     canonical_phone,
     canonical_text,
@@ -1002,8 +1003,9 @@ def _mask_codes(text: str) -> str:
 
 def _mask_phones(text: str) -> str:
     """The text with phone numbers read digit by digit ("three one two, five five five, ...")
-    taken out, so that their digits do not read as other numbers."""
-    return _PHONE_RUN.sub(" ", text)
+    and email addresses taken out, so that their digits do not read as other numbers nor
+    their words as names ("laura dot chen at fenwickfoods dot com" names no contact)."""
+    return EMAIL_SAID.sub(" ", _PHONE_RUN.sub(" ", text))
 
 
 _RAW_TEXT_GRADERS = frozenset({"normalized_phone", "exact", "casefold_exact"})

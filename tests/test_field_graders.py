@@ -637,6 +637,20 @@ MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
     # a letter said with its spelling word
     ("exact", "F61204", "That's F as in Frank, six one two zero four?", [], "match"),
     ("exact", "F61204", "That's S as in Sam, six one two zero four?", [], "mismatch"),
+    # a dash said between the characters of an identifier
+    ("exact", "SSO-212", "S, S, O, dash, two one two. Thank you.", [], "match"),
+    ("exact", "SSO-212", "S, S, O, dash, two, one, five?", [], "mismatch"),
+    ("exact", "WO-55102", "W O dash five five one zero two", [], "match"),
+    # an email said aloud, its domain in two words; a name alone says no email
+    ("exact", "laura.chen@fenwickfoods.com", "so that's laura dot chen at fenwick foods dot "
+     "com", [], "match"),
+    ("exact", "laura.chen@fenwickfoods.com", "laura dot chan at fenwickfoods dot com", [],
+     "mismatch"),
+    ("exact", "laura.chen@fenwickfoods.com", "Laura Chen, chief operating officer", [],
+     "absent"),
+    # a number joined to its unit
+    ("numeric_tolerance", 3, "on a three-year term", [], "match"),
+    ("numeric_tolerance", 25, "twenty-five seats", [], "match"),
     # enum options shortened, in the plural, with an article
     ("enum", "built-in microphone", "a MacBook with the built-in mic", MIC_OPTIONS, "match"),
     ("enum", "built-in microphone", "a MacBook with the USB headset", MIC_OPTIONS, "mismatch"),

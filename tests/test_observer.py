@@ -581,6 +581,9 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
     ("apexv1_118", "Rosa del Gardo?", [("confirm", "hold_owner")]),
     ("apexv1_030", "So it's you and Victor Hall signing off?", [("confirm", "decision_makers")]),
     ("apexv1_118", "Just lot seventy-seven thirty-one then?", [("confirm", "hold_lots")]),
+    # the words of an email address name no contact nor company
+    ("apexv1_030", "So that's laura dot chen at fenwick foods dot com.",
+     [("read_back", "contact_email")]),
 ])
 def test_rules_of_the_seventh_round(task_id: str, text: str,
                                     expected: list[tuple[str, str | None]]) -> None:
