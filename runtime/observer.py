@@ -333,9 +333,12 @@ _CLOSE = _rx(
     r"\bstay safe\b",
     r"^(ok |okay |alright |all right |right )?(that is|that) (all|it) from (me|my end|my side)$",
     r"\b(speak|talk|chat) (to you )?soon\b",
+    r"\ball the (very )?best (to you|with|for)\b",
     r"\bgood luck with\b",
     r"\bhave an? (great|good|nice|wonderful|lovely|fantastic|pleasant|blessed|terrific|"
-    r"excellent|awesome|super) (day|one|afternoon|evening|weekend|night|rest|week|time)\b",
+    r"excellent|awesome|super) (\w+ )?(day|one|afternoon|evening|weekend|night|rest|week|"
+    r"time)\b",  # "have a great partner day"
+    r"\b(good|nice|great|a pleasure) (doing business|working|talking|speaking) with you\b",
     r"\byou are (all )?(set|good to go|done|sorted)\b",
     r"\benjoy (the rest of )?your (day|afternoon|evening|weekend)\b",
     r"\btalk (to you )?(soon|later)\b",
@@ -503,6 +506,11 @@ _OFFER = _rx(
     r"^(and )?i can also (send|text|email|book|set up|arrange|schedule|call|forward|add|mail|"
     r"put|reserve|draft)\b",  # an extra, said as a statement
     r"\bdo you want (the|a|an|it|them|those|these) .* (sent|emailed|mailed|texted|forwarded)\b",
+    r"\b(would|do) you (like|want) .* (sent|emailed|mailed|texted|forwarded) (to you|over)\b",
+    r"\bwould you like (details|information|info|directions|a list|the details|a link|some "
+    r"(details|information|tips))\b",
+    r"\bwould you like (also )?(that|for) (i|me)\b",  # "Would you like also that I email you"
+
 )
 """An offer: the agent proposes to do something (the caller decides)."""
 _AGENT_ACTS = _rx(
@@ -598,6 +606,8 @@ _CLOSE_QUESTION = _rx(
     r"\b(is there )?anything else (you need|for you|for today|today|at all)\b",
     r"^(anything else|is there anything else|something else)$",
     r"\banything else (i|we) (can|could) (do|help)\b",
+    r"\b(do you )?need anything else\b",
+    r"\bcan i let you go\b",
 )
 _SMALL_TALK = _rx(
     r"\b(lovely|nice|good|great) to (hear from|see|have) you\b",
@@ -617,6 +627,15 @@ _SMALL_TALK = _rx(
     # "How was the trip overall?" / "How did the meeting go?": asking after the caller
     r"^(so |and )?how (was|did) (the|your) (trip|meeting|flight|drive|weekend|holiday|"
     r"vacation|day|morning|conference|visit|event|journey)( \w+)?( go| going)?( overall)?\b",
+    r"^(so |and )?how (was|is|did) (the|your) (\w+ )?(workshop|shop|site|team|office|plant|"
+    r"shift|week|quarter|move|launch)\b",
+    r"\b(going|heading|off) (anywhere|somewhere) (nice|fun|special|exciting|warm)\b",
+    r"^(busy|long|big|hectic|quiet|crazy|rough|early|late) (day|week|quarter|month|shift|morning"
+    r"|night|season|one|start)\b",
+    r"\bare you (feeling|doing|holding up|keeping) (ok|okay|well|alright|all right|cool|"
+    r"hydrated)\b",
+    r"^(that )?sounds? (lovely|fun|wonderful|amazing|exciting|like fun|like a lovely)\b",
+    r"\bsounds like a (lively|busy|full|fun|lovely|big|long) (house|day|week|morning|trip)\b",
 )
 _PRO_FORM = _rx(r"\b(do|go ahead with|proceed with|go ahead and do) (that|it|this)\b")
 """Leave asked for what the previous sentence said: "Is it alright if I do that now?"."""
@@ -761,11 +780,11 @@ _NOT_INTRO = frozenset({
 })
 _DESK_INTRO = re.compile(
     r"^([a-z0-9&]+ ){0,3}(desk|line|team|support|services|service|office|department|"
-    r"helpdesk|helpline|hotline|center|centre|reception|scheduling|intake|enrollment|billing)"
-    r"( [a-z0-9&]+){0,5}$"
+    r"helpdesk|helpline|hotline|center|centre|reception|scheduling|intake|enrollment|billing|ops|"
+    r"operations|events)( [a-z0-9&]+){0,5}$"
     r"|^([a-z0-9&]+ ){0,6}(desk|line|team|support|services|service|office|department|"
-    r"helpdesk|helpline|hotline|center|centre|reception|scheduling|intake|enrollment|billing)"
-    r"( (line|desk|team))?(,? (this is|[a-z]+ speaking|speaking))?( \w+)?$"
+    r"helpdesk|helpline|hotline|center|centre|reception|scheduling|intake|enrollment|billing|"
+    r"ops|operations|events)( (line|desk|team))?(,? (this is|[a-z]+ speaking|speaking))?( \w+)?$"
 )
 
 _DEFAULT_GATED_VERBS = (
@@ -783,6 +802,8 @@ _NOT_A_VALUE = frozenset({
     "asked", "listed", "shown",
     # verbs after "to" ("your full name to start"): a purpose, not a value
     "start", "begin", "confirm", "verify", "check", "make", "get", "go", "be", "put", "keep",
+    # prepositions ending a clause ("the company you are with", "the one you work for")
+    "with", "from", "about", "working", "calling",
 })
 _DETERMINERS = frozenset({"your", "the", "his", "her", "their", "my", "our", "down", "so"})
 
@@ -886,6 +907,15 @@ def _near_identifier(value: Any, text: str) -> bool:
                 sum(ch.isdigit() for ch in cand) >= 2):
             return True
     return False
+
+
+def _base(word: str) -> str:
+    """A verb form without its -ing or -ed ("sponsoring", "referred" -> "sponsor",
+    "referr"), for matching a question's words with a field's label."""
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 3:
+            return word[:-len(suffix)]
+    return word
 
 
 def _near_words(value: str | list[Any], said: str) -> float | None:
@@ -1212,9 +1242,10 @@ class SemanticActObserver:
         # the content words of a field's label and synonyms: no pronoun, auxiliary, question
         # word or verb form in -ing ("Where are you calling from?" names no field)
         self._vocab_words = {
-            key: frozenset(_stem(w) for w in _words(" ".join([spec.label, *spec.synonyms]))
-                           if w not in _STOPWORDS and w not in _FUNCTION_WORDS
-                           and len(w) > 3 and not w.endswith("ing"))
+            key: frozenset(
+                _stem(_base(w)) for w in _words(spec.label) + [
+                    w for w in _words(" ".join(spec.synonyms)) if not w.endswith("ing")]
+                if w not in _STOPWORDS and w not in _FUNCTION_WORDS and len(w) > 3)
             for key, spec in self._specs.items()}
         # fields whose values are words a sentence may say about anything ("hybrid", "low"):
         # enums and one-word values, stated only beside another restated value
@@ -1461,8 +1492,11 @@ class SemanticActObserver:
             return False
         if words[0] in _STOPWORDS | {"so", "that", "this", "a", "standard", "sorry"}:
             return False
-        if any(w.endswith("ed") or w in {"to", "there", "sent"} for w in words):
+        if any(w.endswith("ed") or w in {"to", "there", "sent", "by", "our", "rules", "get"}
+               for w in words):
             return False  # "Sorry, the line dropped for a second there.", "Sent to billing."
+        if self._recap_fields(head, named=False):
+            return False  # a value of the task's: "Crestline Courier Services, contract ..."
         sent = " ".join(_words(sentence))
         return not (_ACK.search(sent) or _CONFIRM_TAG.search(sentence)
                     or self._fields(_Clause.of(head, words, False, [])))
@@ -1846,13 +1880,18 @@ class SemanticActObserver:
         label and synonyms with ("And the date?" for the event date, "What's the time off
         for?" for the reason); none on a tie, nor for a yes/no question ("Are you at the
         computer now?" asks no field)."""
-        lead = c.words[c.lead()] if c.words else ""
+        at = c.lead()
+        lead = c.words[at] if c.words else ""
+        embedded = next((i for i, w in enumerate(c.words[:8]) if w in _WH and i > 0 and set(
+            c.words[:i]) & {"tell", "know", "ask", "say", "remember"}), None)
+        if embedded is not None and lead not in _WH:
+            at, lead = embedded, c.words[embedded]  # "Can you tell me who referred you?"
         if lead not in _WH and lead not in {"and", "the"}:
             return []
-        words = {_stem(w) for w in c.words
+        words = {_stem(_base(w)) for w in c.words  # "sponsoring", "referred"
                  if w not in _STOPWORDS and w not in _WH and len(w) > 2}
         words -= self._artifact_words | self._record_words
-        kind = self._answer_kind(c.words[c.lead():c.lead() + 2])
+        kind = self._answer_kind(c.words[at:at + 2])
         scores = sorted(((len(v & words), k) for k, v in self._vocab_words.items()
                          if kind is None or self._kind_of(k) == kind), reverse=True)
         if not scores or scores[0][0] == 0 or (len(scores) > 1 and scores[1][0] == scores[0][0]):

@@ -9,7 +9,7 @@ the form would have asked them. ``asks back`` rows are known misses (a noun only
 knowledge ties to the field: "Which truck is it?", or several fields of the kind still open).
 On 2026-12-02 (seventh session) the observer binds a wh-question that names no field phrase to
 the one field sharing the most content words of its label and synonyms, of the kind the
-question word asks for (runtime/observer.py, ``_vocabulary_field``): 8 more rows answer (61 of
+question word asks for (runtime/observer.py, ``_vocabulary_field``): 9 more rows answer (62 of
 72); "Who did the inspection?" still asks back (only the inspection date's words match, and a
 "who" question asks for no date).
 """
@@ -50,7 +50,7 @@ CASES = [
     ('apexv1_064', "What's the member number on your insurance card?", ['member_id'], 'answers'),
     ('apexv1_064', 'Who referred you to us?', ['referring_physician'], 'answers'),
     ('apexv1_064', "What's the referral number?", ['referral_number'], 'answers'),
-    ('apexv1_064', "What's bringing you in?", ['reason_for_visit'], 'asks back'),
+    ('apexv1_064', "What's bringing you in?", ['reason_for_visit'], 'answers'),
     ('apexv1_064', 'Which day works best for you?', ['appointment_date'], 'answers'),
     ('apexv1_064', 'Morning or afternoon?', ['appointment_time'], 'answers'),
     ('apexv1_070', 'What kind of leave is it?', ['leave_type'], 'asks back'),

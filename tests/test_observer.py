@@ -584,6 +584,30 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
     # the words of an email address name no contact nor company
     ("apexv1_030", "So that's laura dot chen at fenwick foods dot com.",
      [("read_back", "contact_email")]),
+    # small talk about the caller's day, plans and place; a desk's name with who speaks
+    ("apexv1_070", "Family trip, lovely. Going anywhere nice?",
+     [("read_back", "reason"), ("greet", None)]),
+    ("apexv1_076", "Busy quarter on your end?", [("greet", None)]),
+    ("apexv1_106", "How is the shop today, very busy?", [("greet", None)]),
+    ("apexv1_070", "Sounds lovely.", [("greet", None)]),
+    ("apexv1_078", "Harbourside events, Robin speaking.", [("greet", None)]),
+    # a value of the task's is no desk's name
+    ("apexv1_097", "Crestline Courier Services, is that the vendor?",
+     [("confirm", "vendor_name")]),
+    # send-offs and the last question of a call
+    ("apexv1_076", "Thanks, Ravi, good doing business with you.", [("close", None)]),
+    ("apexv1_078", "Thanks, Elena, have a great partner day!", [("close", None)]),
+    ("apexv1_114", "Do you need anything else from me, or can I let you go?", [("close", None)]),
+    ("apexv1_064", "Would you like directions and parking details mailed to you?",
+     [("offer", None)]),
+    # "the company you're with" states no value: two fields asked
+    ("apexv1_010", "Could I get your full name, and the company you're with?",
+     [("ask", "full_name"), ("ask", "company")]),
+    # a verb form of a field's word, and a wh-question inside "can you tell me"
+    ("apexv1_010", "Who here at Corran is sponsoring your badge?", [("ask", "sponsor_name")]),
+    ("apexv1_010", "Can you tell me who is sponsoring you on site?",
+     [("ask", "sponsor_name")]),
+    ("apexv1_070", "Can you tell me where you are calling from?", [("ask", None)]),
 ])
 def test_rules_of_the_seventh_round(task_id: str, text: str,
                                     expected: list[tuple[str, str | None]]) -> None:
