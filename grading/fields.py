@@ -762,7 +762,58 @@ def _dates_in_text(text: str, reference: dt.date | None) -> tuple[dt.date, ...]:
         day = resolve_date(re.sub(r"\b(?:the|of)\b", " ", m.group(0)), reference)
         if day is not None and day not in out:
             out.append(day)
+        # "June 2nd through the 13th": the range's end in the same month
+        end = _RANGE_END.match(normalized, m.end())
+        if day is not None and end is not None:
+            later = _day_in_month(day, int(end.group(1)))
+            if later is not None and later not in out:
+                out.append(later)
+    if reference is not None:
+        # "Tuesday the 13th": the date near the reference that falls on that weekday
+        for m in _WEEKDAY_DAY.finditer(normalized):
+            near = _weekday_date(_WEEKDAYS.index(m.group(1).lower()[:3]), int(m.group(2)),
+                                 reference)
+            if near is not None and near not in out:
+                out.append(near)
     return tuple(out)
+
+
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_WEEKDAY_DAY = re.compile(
+    rf"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday),?\s+(?:the\s+)?"
+    rf"(\d{{1,2}})(?:st|nd|rd|th)?\b(?!\s*(?:of\s+)?{_MONTH_RX})", re.IGNORECASE)
+_RANGE_END = re.compile(
+    rf"\s*(?:through|thru|to|until|till|-)\s+(?:the\s+)?(\d{{1,2}})(?:st|nd|rd|th)?\b"
+    rf"(?!\s*(?:of\s+)?{_MONTH_RX})(?!\s*[:.]?\d)", re.IGNORECASE)
+
+
+def _day_in_month(start: dt.date, day: int) -> dt.date | None:
+    """Day ``day`` of ``start``'s month, or of the next month when it is before ``start``."""
+    try:
+        later = start.replace(day=day)
+        if later < start:
+            later = (start.replace(day=1) + dt.timedelta(days=32)).replace(day=day)
+    except ValueError:
+        return None
+    return later
+
+
+def _weekday_date(weekday: int, day: int, reference: dt.date) -> dt.date | None:
+    """The date within four months of ``reference`` that is day ``day`` of its month and
+    falls on ``weekday``; the nearest one, the later on a tie."""
+    found: list[dt.date] = []
+    for offset in range(-4, 5):
+        month = (reference.month - 1 + offset) % 12 + 1
+        year = reference.year + (reference.month - 1 + offset) // 12
+        try:
+            candidate = dt.date(year, month, day)
+        except ValueError:
+            continue
+        if candidate.weekday() == weekday:
+            found.append(candidate)
+    if not found:
+        return None
+    return min(found, key=lambda d: (abs((d - reference).days), -d.toordinal()))
 
 
 def numbers_in_text(text: str) -> list[float]:

@@ -20,6 +20,7 @@ from grading.fields import (
     canonical_identifier,
     canonical_phone,
     canonical_text,
+    dates_in_text,
     extract_number,
     grade_spec,
     grade_value,
@@ -699,3 +700,22 @@ def test_value_in_text_restatement(grader: str, value: object, text: str, plain:
     assert value_in_text(grader, value, text, **kwargs) == plain  # type: ignore[arg-type]
     assert value_in_text(grader, value, text, restatement=True,  # type: ignore[arg-type]
                          **kwargs) == restated
+
+
+@pytest.mark.parametrize(("text", "reference", "expected"), [
+    # a weekday and a day of the month: the date near the reference on that weekday
+    ("Tuesday the thirteenth at nine, or Wednesday the fourteenth at two thirty",
+     dt.date(2027, 4, 6), [dt.date(2027, 4, 13), dt.date(2027, 4, 14)]),
+    ("Friday the eleventh instead", dt.date(2027, 5, 14), [dt.date(2027, 6, 11)]),
+    # the end of a range said by its day only is in the start's month
+    ("June second through the thirteenth", dt.date(2027, 5, 14),
+     [dt.date(2027, 6, 2), dt.date(2027, 6, 13)]),
+    ("from the twenty-eighth of May to the third", dt.date(2027, 5, 14),
+     [dt.date(2027, 5, 28), dt.date(2027, 6, 3)]),
+    # a day of the month alone, or a weekday alone, is no date
+    ("at two thirty on the fourteenth", dt.date(2027, 4, 6), []),
+    ("see you on Tuesday", dt.date(2027, 4, 6), []),
+])
+def test_dates_said_by_weekday_or_range(text: str, reference: dt.date,
+                                        expected: list[dt.date]) -> None:
+    assert dates_in_text(text, reference) == expected
