@@ -528,6 +528,25 @@ _HELP_TAG = _rx(
 )
 """A question that only asks whether the agent's suggestion would help ("Would that help?")."""
 _I_CAN = _rx(r"\b(i|we) (can|could) (also |even |quickly )?[a-z]+\b")
+_SOURCE_REPORT = _rx(
+    r"\b(the|our|your|this|that) (current |new |old |\d+ )?(policy|policies|guide|spec|"
+    r"specification|rules?|catalogue|catalog|price book|standard|procedures?|handbook|checklist"
+    r"|routing guide|rate card|register|scorecard)( \w+)? (says|say|gives|give|has|have|lists|"
+    r"list|sets|set|states|allows|allow|puts|put|shows|show|recommends|recommend|requires|"
+    r"require|is|are)\b",
+    r"\b(according to|per|under|in|from|by) (the|our|your) (current |\d+ )?(\w+ )?(policy|"
+    r"guide|spec|specification|rules?|catalogue|catalog|price book|standard|procedures?|"
+    r"handbook|checklist|routing guide|rate card)\b",
+    r"^(i|we) (have )?found (it|that|the|this)\b",
+)
+"""A statement that reports what a document says ("the policy gives ...", "according to
+the price book ...")."""
+_RECORDED = _rx(
+    r"\b(i|we) (have |will |just |am |are )?(recorded|noted|entered|updated|changed|corrected|"
+    r"put|saved|set|logged|captured|listed|marked|wrote|written|registered|filled|putting|"
+    r"listing|logging|marking|noting|recording|entering|updating|setting|adding|added)\b",
+)
+"""The agent says it wrote a value into the record ("I've put sixteen weeks on the memo")."""
 _OFFER_NOT = _rx(
     r"\b(would|do) you (like|want) to (add|change|update|keep|go with|use|stay|enroll|"
     r"include|list|name|put|make|cover|choose|pick|select)\b",
@@ -1341,6 +1360,7 @@ class SemanticActObserver:
                     " ".join(_words(acts[k].text))) and not self.fields_in(acts[k].text)):
                 del acts[k]  # "Here's where we've landed." introduces the recap that follows
                 break
+        acts = self._source_reports(acts)
         acts = self._recap_checked(acts)
         restated = {(a.artifact, a.field) for a in acts
                     if a.act in ("read_back", "confirm") and a.field}
@@ -1432,6 +1452,29 @@ class SemanticActObserver:
                 listed = act.text
             elif act.text != listed:
                 listed = None
+        return out
+
+    @staticmethod
+    def _source_reports(acts: list[Act]) -> list[Act]:
+        """"The policy gives sixteen weeks of paid leave.", "I found it: the meal per diem is
+        seventy dollars": a statement reporting what a document says tells the caller
+        something; it restates nothing the caller gave (unless the agent says it recorded it:
+        "I've put sixteen weeks on the memo")."""
+        out: list[Act] = []
+        done: set[str] = set()
+        for act in acts:
+            if act.act not in ("read_back", "summarize") or act.text.rstrip().endswith("?"):
+                out.append(act)
+                continue
+            joined = " ".join(_words(act.text))
+            if not _SOURCE_REPORT.search(joined) or _RECORDED.search(joined) or any(
+                    a.text == act.text and a.act not in ("read_back", "summarize", "inform")
+                    for a in acts):
+                out.append(act)
+                continue
+            if act.text not in done:
+                done.add(act.text)
+                out.append(Act(act="inform", text=act.text))
         return out
 
     @staticmethod

@@ -608,6 +608,11 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
     ("apexv1_010", "Can you tell me who is sponsoring you on site?",
      [("ask", "sponsor_name")]),
     ("apexv1_070", "Can you tell me where you are calling from?", [("ask", None)]),
+    # what a document says is information; what the agent recorded from it is a read-back
+    ("apexv1_087", "I've looked it up, and the current policy gives birth parents sixteen "
+     "weeks of paid leave.", [("inform", None)]),
+    ("apexv1_087", "I've put sixteen weeks of paid leave on the memo.",
+     [("read_back", "paid_weeks")]),
 ])
 def test_rules_of_the_seventh_round(task_id: str, text: str,
                                     expected: list[tuple[str, str | None]]) -> None:
