@@ -1454,12 +1454,13 @@ class SemanticActObserver:
                 listed = None
         return out
 
-    @staticmethod
-    def _source_reports(acts: list[Act]) -> list[Act]:
+    def _source_reports(self, acts: list[Act]) -> list[Act]:
         """"The policy gives sixteen weeks of paid leave.", "I found it: the meal per diem is
         seventy dollars": a statement reporting what a document says tells the caller
-        something; it restates nothing the caller gave (unless the agent says it recorded it:
-        "I've put sixteen weeks on the memo")."""
+        something; it restates no value from the document (unless the agent says it recorded
+        it: "I've put sixteen weeks on the memo"). A value the caller gave, said in it, is
+        still restated: the caller hears it and corrects it if it is wrong."""
+        callers = {key for key, _, _ in self._values}
         out: list[Act] = []
         done: set[str] = set()
         for act in acts:
@@ -1472,7 +1473,11 @@ class SemanticActObserver:
                     for a in acts):
                 out.append(act)
                 continue
-            if act.text not in done:
+            if act.act == "read_back" and (act.artifact, act.field) in callers:
+                out.append(act)
+            elif act.text not in done and not any(
+                    a.text == act.text and a.act == "read_back"
+                    and (a.artifact, a.field) in callers for a in acts):
                 done.add(act.text)
                 out.append(Act(act="inform", text=act.text))
         return out
@@ -1703,8 +1708,8 @@ class SemanticActObserver:
             # "I've set the decision to go." / "Got it, vacation." / "May thirty-first it is."
             readback = [k for k in self._recap_fields(c.text, named=False)
                         if k not in self._instructed or k in fields]  # "It's booked": news
-            if not readback and len(_value_words(c.words)) <= 6:
-                readback = self._near_value_field(c.text)
+            if not readback and (len(_value_words(c.words)) <= 6 or _RECORDED.search(c.joined)):
+                readback = self._near_value_field(c.text)  # "I'll put it down as one fifty-eight"
         if readback and not question:
             # "March first, twenty twenty-seven, and hybrid.": beside a restated value, an
             # option or a one-word value of another field is restated too
