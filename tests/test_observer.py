@@ -609,8 +609,11 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
      [("ask", "sponsor_name")]),
     ("apexv1_070", "Can you tell me where you are calling from?", [("ask", None)]),
     # what a document says is information; what the agent recorded from it is a read-back
+    ("apexv1_087", "I've looked it up, and the current policy gives sixteen weeks of paid "
+     "leave.", [("inform", None)]),
+    # ... but a value the caller gave, said in it, is restated (the caller checks it)
     ("apexv1_087", "I've looked it up, and the current policy gives birth parents sixteen "
-     "weeks of paid leave.", [("inform", None)]),
+     "weeks of paid leave.", [("read_back", "leave_type")]),
     ("apexv1_087", "I've put sixteen weeks of paid leave on the memo.",
      [("read_back", "paid_weeks")]),
 ])
