@@ -761,7 +761,13 @@ _TRAILING_QUESTION = re.compile(
 """", and what ...?": a restatement followed by a new question in one sentence."""
 _LATE_QUESTION = re.compile(
     r",\s*(?:and\s+|so\s+|but\s+)?(?:what|which|who|when|where|how|could you|can you|would you"
-    r"|will you)\b[^,]*$", re.IGNORECASE,
+    r"|will you)\b"
+    # not a relative clause: ", which lists at seven dollars", ", which I can't promise"
+    r"(?<!which)(?<!who)(?<!where)(?<!when)[^,]*$"
+    r"|,\s*(?:and\s+|so\s+|but\s+)?(?:which|who|where|when)\b(?!\s+(?:is|was|are|were|means|"
+    r"lists|brings|comes|gives|covers|puts|makes|needs|has|had|have|would|will|should|can|could|"
+    r"i|we|you|they|he|she|it|runs|goes|starts|applies|includes|sits|works)\b)[^,]*$",
+    re.IGNORECASE,
 )
 """A question after a lead-in clause, with or without its question mark ("Before I finalize,
 what date should it start")."""
