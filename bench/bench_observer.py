@@ -78,14 +78,19 @@ def _readback(items: list[tuple[TaskSpec, object]], observers: dict[str, Semanti
     return ok_right, ok_wrong, bad_right, bad_wrong
 
 
-VALIDATION_WRITER = "dev-5"
-"""A development writer whose turns are never read one by one (only these totals are printed):
-a second, smaller held-out check for rule changes (docs/observer_corpus.md)."""
+VALIDATION_WRITERS = ("dev-5", "dev-10")
+"""Development writers (by id prefix: dev-10a..c are "dev-10") whose turns are never read one
+by one (only these totals are printed): smaller held-out checks for rule changes
+(docs/observer_corpus.md)."""
 
 
 def _writer_items(split: Split, writer: str) -> set[str]:
+    """Items of the writer ``writer`` or of its lettered writers (``dev-10`` is dev-10a..c)."""
     return {item.id for path in sorted((corpus_dir() / split).glob("*.yaml"))
-            for f in [load_file(path)] if f.writer == writer for item in f.items}
+            for f in [load_file(path)]
+            if f.writer == writer or (f.writer.startswith(writer) and f.writer[len(writer):]
+                                      .isalpha())
+            for item in f.items}
 
 
 def report(split: Split, tasks: dict[str, TaskSpec], show_errors: bool,
@@ -118,9 +123,9 @@ def report(split: Split, tasks: dict[str, TaskSpec], show_errors: bool,
     print(f"  read-back check: right values confirmed {right}, wrongly corrected {false_fix}; "
           f"wrong values corrected {caught}, wrongly confirmed {false_yes}")
     if show_errors:
-        hidden = _writer_items(split, VALIDATION_WRITER)
+        hidden = set().union(*(_writer_items(split, w) for w in VALIDATION_WRITERS))
         for item_id, gold, pred in result.errors:
-            if item_id not in hidden:  # the validation writer's turns are never listed
+            if item_id not in hidden:  # the validation writers' turns are never listed
                 print(f"    {item_id}: labelled {gold} | observed {pred}")
     return result
 
@@ -154,7 +159,8 @@ def agreement(tasks: dict[str, TaskSpec]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--errors", choices=["dev"],
-                        help="list the misses of the dev split (never writer dev-5's); prints "
+                        help="list the misses of the dev split (never those of the validation "
+                             "writers dev-5 and dev-10); prints "
                              "no other split, so a rule writer sees no held-out figure")
     args = parser.parse_args()
     load = os.getloadavg()
@@ -163,9 +169,10 @@ def main() -> int:
     tasks = {t.id: t for t in load_tasks([default_tasks_dir()])}
     report("dev", tasks, args.errors == "dev")
     if args.errors:
-        print("\n(--errors: the dev-5 and held-out figures are not computed)")
+        print("\n(--errors: the validation writers' and held-out figures are not computed)")
         return 0
-    report("dev", tasks, False, writer=VALIDATION_WRITER)
+    for writer in VALIDATION_WRITERS:
+        report("dev", tasks, False, writer=writer)
     held = report("heldout", tasks, False)
     a = held.approval
     print("\n== held-out against the targets")

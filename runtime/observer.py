@@ -400,7 +400,11 @@ _CONFIRM = _rx(
     # "I went through those quickly, did they all sound right?"
     r"^(does |do |did )?(that |this |it |everything |all that |all of that )?(all )?(sound|sounds"
     r"|look|looks) (right|correct|good|ok|accurate)( to you)?$",
-    r"^(anything|something) (off|wrong|missing|i missed|i got wrong|to fix)$",
+    r"^(anything|something) (off|wrong|missing|i missed|i got wrong|to fix)( there| here| in "
+    r"there)?$",
+    r"^(is )?(that |it )?all (correct|good|right|ok|okay|accurate)$",  # "All correct?"
+    r"^(is that|that is|is this) (everything|the lot|all of (it|them))$",
+    r"\bsound(s)? right to you$",
     r"\b(does|do|did) (what|the rest|everything|any of)\b.*\b(match|matches|look right|sound "
     r"right)\b",
     r"\b(was|is|were|did) (everything|all of (it|that)|they all|those all|it all)\b.*\b(right|"
@@ -949,12 +953,15 @@ def _near_words(value: str | list[Any], said: str) -> float | None:
     under 0.5 is near; a run may have one word more or fewer ("Rosa del Gardo" for Rosa
     Delgado). None when the value is too short to compare."""
     items = [str(x) for x in value] if isinstance(value, list) else [value]
-    targets = [" ".join(canonical_text(" ".join(items)).split())]
+    targets = [(" ".join(canonical_text(" ".join(items)).split()), 0.0)]
     if len(items) > 1:
-        targets += [canonical_text(x) for x in items]
+        targets += [(canonical_text(x), 0.0) for x in items]
+    if len(items) == 1 and len(targets[0][0].split()) == 2:
+        # a surname said alone ("Is that Haines, H A I N E S?"), a little less near
+        targets.append((targets[0][0].split()[1], 0.2))
     toks = [w for w in said.split() if w != "and"]
     best: float | None = None
-    for target in targets:
+    for target, penalty in targets:
         target = " ".join(w for w in target.split() if w != "and")
         n = len(target.split())
         if not n or len(target) < 5:
@@ -962,7 +969,7 @@ def _near_words(value: str | list[Any], said: str) -> float | None:
         for size in {max(1, n - 1), n, n + 1}:
             for i in range(len(toks) - size + 1):
                 d = Levenshtein.normalized_distance(" ".join(toks[i:i + size]), target) * 1.5
-                best = d if best is None else min(best, d)
+                best = d + penalty if best is None else min(best, d + penalty)
     return best
 
 
@@ -1646,7 +1653,8 @@ class SemanticActObserver:
                                and not self._same_value(k, fields[0])]
         if question and not fields and not stated and not any(w in _WH for w in c.words) and (
                 _CONFIRM_TAG.search(c.text) or _YOU_SAID.search(c.joined)
-                or re.match(r"^(and |ok |okay )?so,? (it is|that is|you are)\b", c.joined)
+                or re.match(r"^(and |ok |okay )?(so,? )?(it is|that is|you are|is that)\b",
+                            c.joined)
                 or c.words[c.lead()] not in _AUX | {"can", "could", "would", "will", "may"}):
             near = self._near_value_field(c.text)
             if near:  # "Seven two zero, five five five, zero one four six?"

@@ -608,6 +608,11 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
     ("apexv1_010", "Can you tell me who is sponsoring you on site?",
      [("ask", "sponsor_name")]),
     ("apexv1_070", "Can you tell me where you are calling from?", [("ask", None)]),
+    # more short checks; a spelled name asked back
+    ("apexv1_070", "Sam Okafor covering, Dana Whitfield as manager. All good?",
+     [("summarize", None), ("confirm", "manager"), ("confirm", "covering_colleague")]),
+    ("apexv1_076", "Anything off there?", [("confirm", None)]),
+    ("apexv1_041", "Is that Haines, H A I N E S?", [("confirm", "requester_name")]),
     # what a document says is information; what the agent recorded from it is a read-back
     ("apexv1_087", "I've looked it up, and the current policy gives sixteen weeks of paid "
      "leave.", [("inform", None)]),
