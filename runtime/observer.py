@@ -334,6 +334,11 @@ _CLOSE = _rx(
     r"^(ok |okay |alright |all right |right )?(that is|that) (all|it) from (me|my end|my side)$",
     r"\b(speak|talk|chat) (to you )?soon\b",
     r"\ball the (very )?best (to you|with|for)\b",
+    r"\b(we are|that is us|i think we are|looks like we are) (all )?(wrapped up|done here|done "
+    r"for (today|now)|finished( for (today|now))?|all done)\b",
+    r"\bthat (about |just about )?covers (it|everything)( on my end| from my side| for today)?$",
+    r"\bbest of luck with\b",
+    r"\benjoy (the|your) (time off|break|trip|holiday|vacation|leave|weekend|evening)\b",
     r"\bgood luck with\b",
     r"\bhave an? (great|good|nice|wonderful|lovely|fantastic|pleasant|blessed|terrific|"
     r"excellent|awesome|super) (\w+ )?(day|one|afternoon|evening|weekend|night|rest|week|"
@@ -628,6 +633,7 @@ _CLOSE_QUESTION = _rx(
     r"\b(is there )?anything else (i|we) can (help|do|assist)\b",
     r"\b(is there )?anything else (you need|for you|for today|today|at all)\b",
     r"^(anything else|is there anything else|something else)$",
+    r"^is that (everything|all) for (today|now)$",
     r"\banything else (i|we) (can|could) (do|help)\b",
     r"\b(do you )?need anything else\b",
     r"\bcan i let you go\b",
@@ -759,7 +765,8 @@ _TRAILING_QUESTION = re.compile(
     r",\s*(?:(?:and|so|now|then|okay|ok|great|perfect|thanks)\s*,?\s*)+"
     r"(?=(?:what|which|who|when|where|how|could|can|would|will|do|did|does|is|are|was|were|"
     r"should|shall)\b)"
-    r"|,\s*or\s+(?=(?:is there|was there|do you have) anything else\b)",
+    r"|,\s*or\s+(?=(?:is there|was there|do you have) anything else\b"
+    r"|is that (?:everything|all)(?: for (?:today|now))?\s*\?)",
     re.IGNORECASE,
 )
 """", and what ...?": a restatement followed by a new question in one sentence."""
