@@ -880,14 +880,22 @@ def _identifiers_said(text: str) -> tuple[str, frozenset[str]]:
     return compact, candidates
 
 
-def _identifier_in_text(value: Any, text: str) -> ValueFound:
+def _identifier_in_text(value: Any, text: str, restatement: bool = False) -> ValueFound:
     target = canonical_identifier(value)
     if not target:
         return "absent"
     compact, candidates = _identifiers_said(text)
+    digits = "".join(ch for ch in target if ch.isdigit())
+    lettered = target[0].isalpha() and target.endswith(digits)
     # A letter O and the digit zero sound alike ("H O five…" for HO-552…): they are one.
     target = target.replace("O", "0")
     if target in compact.replace("O", "0"):
+        return "match"
+    if restatement and len(digits) >= 4 and lettered and digits in re.findall(
+            r"\d+", re.sub(r"(?<=\d) (?=\d)", "", _spelled_runs(text))) and not any(
+            c != digits and c.endswith(digits) for c in candidates):
+        # the number said alone: a listener hears "two oh four one nine" as INV-20419 (but
+        # "M two zero four one seven" is not N20417)
         return "match"
     if {c.replace("O", "0") for c in candidates} - {target}:
         return "mismatch"
@@ -1042,7 +1050,9 @@ def value_in_text(
             return "match"
         return "mismatch" if said or _other_option_word(value, options, text) else "absent"
     if grader in ("set_f1", "ordered_list"):
-        results = [_tokens_in_text(item, text, restatement) for item in split_items(value)]
+        # identifiers in a list are said by their numbers ("lots 7731 and 7732")
+        results = [_identifier_in_text(item, text, True) if re.search(r"\d", item)
+                   else _tokens_in_text(item, text, restatement) for item in split_items(value)]
         if results and all(r == "match" for r in results):
             return "match"
         return "mismatch" if any(r != "absent" for r in results) else "absent"
@@ -1056,7 +1066,7 @@ def value_in_text(
             return "match"
         return "mismatch" if any(e != "absent" for e in ends) else "absent"
     if grader in ("exact", "casefold_exact") and re.search(r"\d", _as_text(value)):
-        return _identifier_in_text(value, text)
+        return _identifier_in_text(value, text, restatement)
     if "@" in _as_text(value):
         return _email_in_text(value, text)  # an email is said only as an email
     return _tokens_in_text(value, text, restatement)

@@ -683,7 +683,8 @@ def _main_clauses(text: str) -> str:
 
 
 _ACK = _rx(r"\b(got it|noted|understood|perfect|thank you|thanks|okay|ok|great|i have (noted|"
-          r"got|updated|fixed|changed|ticked|corrected) (it|that|this))\b")
+          r"got|updated|fixed|changed|ticked|corrected) (it|that|this)|nice|lovely|wonderful|"
+          r"cool|gotcha|fixed|corrected|sorry about that|my mistake|my apologies)\b")
 _IT_IS = _rx(r"\b(it is|that is it|then)$")
 _ANNOUNCE_STEP = _rx(
     r"^(let me|i will|i am going to|i am just going to|i will just|i will quickly|let us) "
@@ -937,8 +938,12 @@ def _near_identifier(value: Any, text: str) -> bool:
     tokens = re.findall(r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", _words_to_digits_text(text))
     # a prefix said apart from its number: "SSO two twenty-one" for SSO-212
     tokens += _read_out_runs(text)
+    digits = "".join(ch for ch in target if ch.isdigit())
     for token in tokens:
         cand = canonical_identifier(token)
+        if cand.isdigit() and len(cand) >= 4 and len(digits) >= 4 and digits != target and (
+                Levenshtein.distance(cand, digits) <= 1):
+            return True  # the number of "RF-66120" said alone: "six six one two zero"
         if abs(len(cand) - len(target)) <= 1 and Levenshtein.distance(cand, target) <= 2 and (
                 sum(ch.isdigit() for ch in cand) >= 2):
             return True
@@ -1729,6 +1734,7 @@ class SemanticActObserver:
             # "I've set the decision to go." / "Got it, vacation." / "May thirty-first it is."
             readback = [k for k in self._recap_fields(c.text, named=False)
                         if k not in self._instructed or k in fields]  # "It's booked": news
+            readback += [k for k in self._small_values_said(c) if k not in readback]  # "4 people"
             if not readback and (len(_value_words(c.words)) <= 6 or _RECORDED.search(c.joined)):
                 readback = self._near_value_field(c.text)  # "I'll put it down as one fifty-eight"
         if readback and not question:

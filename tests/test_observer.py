@@ -613,6 +613,11 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
      [("summarize", None), ("confirm", "manager"), ("confirm", "covering_colleague")]),
     ("apexv1_076", "Anything off there?", [("confirm", None)]),
     ("apexv1_041", "Is that Haines, H A I N E S?", [("confirm", "requester_name")]),
+    # a value acknowledged in a word ("nice", "got it"), an identifier by its number alone
+    ("apexv1_070", "Vacation, nice. Your employee ID?",
+     [("read_back", "leave_type"), ("ask", "employee_id")]),
+    ("apexv1_064", "Six six one two zero, got it.", [("read_back", "referral_number")]),
+    ("apexv1_051", "Three zero eight one seven, got it.", [("read_back", "account_id")]),
     # what a document says is information; what the agent recorded from it is a read-back
     ("apexv1_087", "I've looked it up, and the current policy gives sixteen weeks of paid "
      "leave.", [("inform", None)]),
