@@ -727,6 +727,11 @@ _WHO_IS_CALLING = _rx(
     r"\b(can|could|may) i (get|have|take|ask) (who is calling|who i am speaking with|your name)\b",
 )
 """Asking the caller who they are: their own name's field."""
+_YOUR_SURNAME = _rx(
+    r"\b(spell|have|get|give me|take|grab|know) your (last |first |family |full |sur)?name\b",
+    r"\byour (last name|surname|family name)\b",
+)
+"""Asking the caller for (part of) their own name."""
 _READY_LEAD_IN = _rx(
     r"^(ok |okay |so |alright |all right |right |great |perfect |yeah |so yeah |well )*(i think )?"
     r"(that is|that should be|that covers|that is the lot|that is all|that is everything|"
@@ -1584,7 +1589,9 @@ class SemanticActObserver:
         if m is not None and sentence.rstrip().endswith("?") and m.start() > 0:
             head, tail = sentence[:m.start()], sentence[m.end():]
             if _words(head) and _words(tail):
-                asked = self._question_form(_Clause.of(head, _words(head), True, previous))
+                head_clause = _Clause.of(head, _words(head), True, previous)
+                asked = self._question_form(head_clause) or (  # "Which shift ran them, and ...?"
+                    bool(head_clause.words) and head_clause.words[head_clause.lead()] in _WH)
                 first = [a for a in self._sentence(head.strip() + ("?" if asked else "."),
                                                    previous)
                          if a.act != "inform"]  # an acknowledgement inside a question
@@ -1719,8 +1726,12 @@ class SemanticActObserver:
                 if said:  # "Was that four thousand at peak?": a value asked back
                     return self._field_acts("confirm", said, c.text)
             if fields:
+                if self._caller_name and _YOUR_SURNAME.search(c.joined) and (
+                        self._caller_name[0] not in fields):
+                    fields = [*self._caller_name, *fields]  # "spell your last name, and ..."
                 return self._field_acts("ask", fields, c.text)
-            if question and self._caller_name and _WHO_IS_CALLING.search(c.joined):
+            if question and self._caller_name and (_WHO_IS_CALLING.search(c.joined)
+                                                   or _YOUR_SURNAME.search(c.joined)):
                 return self._field_acts("ask", self._caller_name, c.text)
             if question:
                 return self._field_acts("ask", self._vocabulary_field(c), c.text)

@@ -618,6 +618,11 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
      [("read_back", "leave_type"), ("ask", "employee_id")]),
     ("apexv1_064", "Six six one two zero, got it.", [("read_back", "referral_number")]),
     ("apexv1_051", "Three zero eight one seven, got it.", [("read_back", "account_id")]),
+    # the first half of a run-on wh-question; the caller's own surname asked
+    ("apexv1_118", "Which shift ran them, and which press line?",
+     [("ask", "shift"), ("ask", "line")]),
+    ("apexv1_015", "Could you spell your last name for me, and tell me your job title?",
+     [("ask", "referee_name"), ("ask", "referee_title")]),
     # what a document says is information; what the agent recorded from it is a read-back
     ("apexv1_087", "I've looked it up, and the current policy gives sixteen weeks of paid "
      "leave.", [("inform", None)]),
