@@ -1068,30 +1068,38 @@ def value_in_text(
     if grader in ("exact", "casefold_exact") and re.search(r"\d", _as_text(value)):
         return _identifier_in_text(value, text, restatement)
     if "@" in _as_text(value):
-        return _email_in_text(value, text)  # an email is said only as an email
+        email = _email_in_text(value, text)
+        if email != "absent":
+            return email
     return _tokens_in_text(value, text, restatement)
 
 
 EMAIL_SAID = re.compile(
     r"\S+@\S+"
-    r"|\b[a-z0-9]+(?:\s*(?:\bdot\b|\.|\bunderscore\b)\s*[a-z0-9]+)*\s+at\s+[a-z0-9]+"
-    r"(?:\s+[a-z0-9]+){0,2}?\s+dot\s+(?:com|org|net|co|io|edu|gov)\b",
+    r"|\b[a-z0-9]+(?:(?:[\s,]*(?:\bdot\b|\bunderscore\b)[\s,]*|\.)[a-z0-9]+)*[\s,]+at[\s,]+"
+    r"[a-z0-9]+(?:[\s,]+(?!dot\b)[a-z0-9]+){0,4}?[\s,]+dot\s+(?:com|org|net|co|io|edu|gov)\b",
     re.IGNORECASE)
-"""An email address, written or said ("laura dot chen at fenwick foods dot com")."""
+"""An email address, written or said ("laura dot chen at fenwick foods dot com", "gloria, at
+pine ridge dental, all one word, dot com")."""
 
 
 def _email_in_text(value: Any, text: str) -> ValueFound:
     """An email address said or written, compared letter for letter with the words "at",
-    "dot" and "underscore" and the spaces left out ("fenwick foods" is fenwickfoods)."""
+    "dot" and "underscore" and the spaces left out ("fenwick foods" is fenwickfoods); when no
+    address said matches, "absent": the caller's words are then judged one by one."""
     def compact(s: str) -> str:
-        s = re.sub(r"\b(at|dot|underscore)\b", " ", s.casefold())
+        s = re.sub(r"\b(at|dot|underscore|all one word|one word|no spaces)\b", " ", s.casefold())
         return "".join(ch for ch in s if ch.isalnum())
 
+    # a word spelled out after it is said ("laura dot chen, C, H, E, N, at ...") is said once
+    text = re.sub(r"\b([A-Za-z]{3,})([\s,]+(?:[A-Za-z][\s,]+){2,}[A-Za-z]\b,?)",
+                  lambda m: m.group(1) if re.sub(r"[\s,]", "", m.group(2)).casefold()
+                  == m.group(1).casefold() else m.group(0), text)
     spans = [m.group(0) for m in EMAIL_SAID.finditer(text)]
-    if not spans:
-        return "absent"
     target = compact(_as_text(value))
-    return "match" if any(compact(sp) == target for sp in spans) else "mismatch"
+    if any(compact(sp) == target for sp in spans) or (spans and target in compact(text)):
+        return "match"
+    return "absent"  # judged word by word, as any other text
 
 
 def _thousands_dropped(text: str, number: float) -> list[float]:

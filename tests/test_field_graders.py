@@ -642,13 +642,15 @@ MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
     ("exact", "SSO-212", "S, S, O, dash, two one two. Thank you.", [], "match"),
     ("exact", "SSO-212", "S, S, O, dash, two, one, five?", [], "mismatch"),
     ("exact", "WO-55102", "W O dash five five one zero two", [], "match"),
-    # an email said aloud, its domain in two words; a name alone says no email
+    # an email said aloud, its domain in two words, with pauses and "all one word"
     ("exact", "laura.chen@fenwickfoods.com", "so that's laura dot chen at fenwick foods dot "
      "com", [], "match"),
     ("exact", "laura.chen@fenwickfoods.com", "laura dot chan at fenwickfoods dot com", [],
      "mismatch"),
-    ("exact", "laura.chen@fenwickfoods.com", "Laura Chen, chief operating officer", [],
-     "absent"),
+    ("exact", "laura.chen@fenwickfoods.com", "Laura dot chen, at fenwick foods, all one word, "
+     "dot com.", [], "match"),
+    ("casefold_exact", "gloria@pineridgedental.com", "It's gloria, at pine ridge dental, dot "
+     "com. All one word.", [], "match"),
     # an identifier read back by its number alone (a listener accepts it), but not with
     # another letter in front; identifiers in a list by their numbers
     ("exact", "INV-20419", "Two oh four one nine, got it.", [], "restated"),
@@ -735,3 +737,23 @@ def test_value_in_text_restatement(grader: str, value: object, text: str, plain:
 def test_dates_said_by_weekday_or_range(text: str, reference: dt.date,
                                         expected: list[dt.date]) -> None:
     assert dates_in_text(text, reference) == expected
+
+
+def test_every_email_the_callers_say_is_their_email() -> None:
+    """Each bundled realization in which a caller says an email address states that caller's
+    address (the read-back check and Process Validity's provenance compare with it): said with
+    pauses, "all one word", or a word spelled out after it."""
+    from runtime.spec import default_tasks_dir, load_tasks
+
+    checked = 0
+    for task in load_tasks([default_tasks_dir()]):
+        emails = [v.value for f in task.user.facts for v in f.versions
+                  if isinstance(v.value, str) and "@" in v.value]
+        for plan in task.plans:
+            for r in plan.realizations:
+                if " dot com" not in r.text.casefold():
+                    continue
+                checked += 1
+                assert any(value_in_text("exact", e, r.text) == "match" for e in emails), (
+                    task.id, r.id, r.text)
+    assert checked >= 8
