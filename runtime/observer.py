@@ -941,7 +941,6 @@ def _near_identifier(value: Any, text: str) -> bool:
     if len(target) < 4 or not any(ch.isdigit() for ch in target):
         return False
     tokens = re.findall(r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", _words_to_digits_text(text))
-    # a prefix said apart from its number: "SSO two twenty-one" for SSO-212
     tokens += _read_out_runs(text)
     digits = "".join(ch for ch in target if ch.isdigit())
     for token in tokens:
