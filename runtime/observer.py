@@ -519,7 +519,6 @@ _OFFER = _rx(
     r"\bwould you like (details|information|info|directions|a list|the details|a link|some "
     r"(details|information|tips))\b",
     r"\bwould you like (also )?(that|for) (i|me)\b",  # "Would you like also that I email you"
-
 )
 """An offer: the agent proposes to do something (the caller decides)."""
 _AGENT_ACTS = _rx(
@@ -884,9 +883,8 @@ _CALLER_DID = re.compile(
 _IS_WAS = frozenset({"is", "was", "are", "were"})
 _SUBJECTS = frozenset({"i", "you", "we", "it", "that", "this", "they", "she", "he"})
 _FUNCTION_WORDS = _AUX | _WH | _SUBJECTS | _DETERMINERS | frozenset({
-    "you", "your", "yours", "me", "my", "we", "our", "they", "them", "their", "his", "her",
-    "its", "from", "with", "for", "about", "that", "this", "there", "here", "what", "else",
-    "much", "many", "long", "when", "need", "want", "like", "get", "give", "tell",
+    "yours", "me", "them", "its", "from", "with", "for", "about", "there", "here", "else",
+    "much", "many", "long", "need", "want", "like", "get", "give", "tell",
 })
 _ORDINAL_ONE = re.compile(r"\b(first|second|once|one more time|one last time)\b", re.I)
 """Counting words that say no value ("a first phase", "one more time")."""
@@ -1262,6 +1260,7 @@ class SemanticActObserver:
                 if vals:
                     values.append(((artifact.id, f.name), f, vals))
         self._values = values
+        self._caller_fields = frozenset(key for key, _, _ in values)
         # the field holding the caller's own name (asked by "Who am I speaking with?")
         persona = canonical_text(task.user.persona.name)
         self._caller_name = [key for key, _, vals in values
@@ -1464,12 +1463,12 @@ class SemanticActObserver:
                 if act.text.count(",") >= 2:
                     continue  # the recap's list itself, nothing else
             elif listed is not None and act.text != listed and act.act == "inform" and len(
-                    self._recap_fields(act.text)) >= 2:
+                    more := self._recap_fields(act.text)) >= 2:
                 # the recap's list goes on in the next sentence ("… four years' service.
                 # Sixteen weeks paid, then up to ten weeks unpaid, and sixty days' notice.")
                 if act.text not in done:
                     done.add(act.text)
-                    out += self._field_acts("read_back", self._recap_fields(act.text), act.text)
+                    out += self._field_acts("read_back", more, act.text)
                 continue
             out.append(act)
             if act.act == "summarize" and not any(
@@ -1489,7 +1488,7 @@ class SemanticActObserver:
         something; it restates no value from the document (unless the agent says it recorded
         it: "I've put sixteen weeks on the memo"). A value the caller gave, said in it, is
         still restated: the caller hears it and corrects it if it is wrong."""
-        callers = {key for key, _, _ in self._values}
+        callers = self._caller_fields
         out: list[Act] = []
         done: set[str] = set()
         for act in acts:

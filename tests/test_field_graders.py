@@ -680,14 +680,15 @@ MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
 ])
 def test_value_in_text_spoken_forms(grader: str, value: object, text: str,
                                     options: list[str], found: str) -> None:
+    def said(restatement: bool = False) -> str:
+        return value_in_text(grader, value, text, options=options,  # type: ignore[arg-type]
+                             reference=dt.date(2026, 6, 1), restatement=restatement)
+
     if found == "restated":  # said in a form a listener accepts as a read-back only
-        assert value_in_text(grader, value, text, options=options,  # type: ignore[arg-type]
-                             reference=dt.date(2026, 6, 1), restatement=True) == "match"
-        assert value_in_text(grader, value, text, options=options,  # type: ignore[arg-type]
-                             reference=dt.date(2026, 6, 1)) == "mismatch"
+        assert said(restatement=True) == "match"
+        assert said() == "mismatch"
         return
-    assert value_in_text(grader, value, text, options=options,  # type: ignore[arg-type]
-                         reference=dt.date(2026, 6, 1)) == found
+    assert said() == found
 
 
 @pytest.mark.parametrize(("grader", "value", "text", "plain", "restated"), [
