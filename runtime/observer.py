@@ -886,8 +886,12 @@ _FUNCTION_WORDS = _AUX | _WH | _SUBJECTS | _DETERMINERS | frozenset({
     "yours", "me", "them", "its", "from", "with", "for", "about", "there", "here", "else",
     "much", "many", "long", "need", "want", "like", "get", "give", "tell",
 })
-_ORDINAL_ONE = re.compile(r"\b(first|second|once|one more time|one last time)\b", re.I)
-"""Counting words that say no value ("a first phase", "one more time")."""
+_ORDINAL_ONE = re.compile(
+    r"(?<![-\w])(?<!twenty )(?<!thirty )(first|second|once|one more time|one last time)\b", re.I)
+"""Counting words that say no value ("a first phase", "one more time"); not a date's
+"twenty-first"."""
+_A_MOMENT = re.compile(r"\b(a|one|just a) (second|sec|moment|minute|mo)\b", re.I)
+"""A pause asked for ("you cut out for a second"), no number."""
 _IS_YOUR = re.compile(r"^(is|was|are|were) (your|the) ")
 
 _ADJACENT_GAPS = (
@@ -935,21 +939,27 @@ def _read_out_runs(text: str) -> list[str]:
 def _near_identifier(value: Any, text: str) -> bool:
     """A token of ``text`` that is ``value`` (an identifier with digits) with one or two
     characters misheard or swapped: "VC-3381" for VC-3318, "P30852" for P30582."""
+    return bool(_near_tokens(value, text))
+
+
+def _near_tokens(value: Any, text: str) -> set[str]:
+    """The tokens of ``text`` (canonical identifiers) that :func:`_near_identifier` finds."""
     target = canonical_identifier(value)
     if len(target) < 4 or not any(ch.isdigit() for ch in target):
-        return False
+        return set()
     tokens = re.findall(r"[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9]", _words_to_digits_text(text))
     tokens += _read_out_runs(text)
     digits = "".join(ch for ch in target if ch.isdigit())
+    out: set[str] = set()
     for token in tokens:
         cand = canonical_identifier(token)
         if cand.isdigit() and len(cand) >= 4 and len(digits) >= 4 and digits != target and (
                 Levenshtein.distance(cand, digits) <= 1):
-            return True  # the number of "RF-66120" said alone: "six six one two zero"
-        if abs(len(cand) - len(target)) <= 1 and Levenshtein.distance(cand, target) <= 2 and (
+            out.add(cand)  # the number of "RF-66120" said alone: "six six one two zero"
+        elif abs(len(cand) - len(target)) <= 1 and Levenshtein.distance(cand, target) <= 2 and (
                 sum(ch.isdigit() for ch in cand) >= 2):
-            return True
-    return False
+            out.add(cand)
+    return out
 
 
 def _base(word: str) -> str:
@@ -1666,8 +1676,20 @@ class SemanticActObserver:
         if len(fields) == 1 and fields[0] in stated:
             # one field named with its value owns that value; another field stays stated only
             # by a value of its own ("240 million in revenue and 75 thousand for phase one")
+            misheard = self._near_only(c.text) if len(stated) > 1 else {}
             stated = fields + [k for k in stated if k != fields[0]
-                               and not self._same_value(k, fields[0])]
+                               and not self._same_value(k, fields[0])
+                               # nor by a misheard value the named field's own misheard
+                               # value is ("fourteen thousand requests" is no salary)
+                               and not (k in misheard and fields[0] in misheard
+                                        and misheard[k] <= misheard[fields[0]])]
+        if len(stated) > 1:
+            # a value held inside another stated field's value ("Jamie Reyes" among the
+            # dependents "Jamie Reyes and Casey Reyes") restates that field, not its own, unless
+            # named
+            stated = [k for k in stated if k in fields or not any(
+                o != k and self._same_value(k, o) and not self._same_value(o, k)
+                for o in stated)]
         if question and not fields and not stated and not any(w in _WH for w in c.words) and (
                 _CONFIRM_TAG.search(c.text) or _YOU_SAID.search(c.joined)
                 or re.match(r"^(and |ok |okay )?(so,? )?(it is|that is|you are|is that)\b",
@@ -1911,7 +1933,8 @@ class SemanticActObserver:
             return exact[:1]
         best: tuple[float, FieldKey] | None = None
         digits = re.sub(r"\D", "", _words_to_digits_text(text))
-        masked = _mask_phones(text)  # a phone number's digits are no other number
+        # a phone number's digits are no other number; "for a second" says no number
+        masked = _A_MOMENT.sub(" ", _mask_phones(text))
         dates = dates_in_text(masked, self._reference)
         numbers = numbers_in_text(masked)
         said = canonical_text(text)
@@ -2054,6 +2077,17 @@ class SemanticActObserver:
             return bool(re.search(r"(?<![.?!]\s)(?<!^)\b[A-Z][a-z]{2,}", text.strip()))
         return False
 
+    def _holds_no_value(self, key: FieldKey, text: str) -> bool:
+        """``text`` cannot restate ``key``: the field holds a phone number, a date, a number
+        or an identifier, and the text says none."""
+        spec = self._specs.get(key)
+        if spec is None or not (spec.grader in ("normalized_phone", "normalized_date",
+                                                "numeric_tolerance") or (
+                spec.grader in ("exact", "casefold_exact", "set_f1")
+                and re.search(r"\d", str(spec.gold)))):
+            return False
+        return not self._says_a_value(key, text)
+
     def _valued_fields(self, text: str) -> list[FieldKey]:
         """Fields whose caller value (any version) the text states. A phone number's digits
         state no other number. Remembered per text (the observer and the simulated caller
@@ -2067,6 +2101,7 @@ class SemanticActObserver:
         out: list[FieldKey] = []
         masked = _mask_phones(text)
         named: list[FieldKey] | None = None
+        near: dict[FieldKey, set[str]] = {}
         for key, spec, vals in self._values:
             said = text if spec.grader in _RAW_TEXT_GRADERS else masked
             if spec.grader == "numeric_tolerance" and all(_small_number(v) for v in vals):
@@ -2076,23 +2111,54 @@ class SemanticActObserver:
                     named = self._fields(_Clause.of(text, _words(text), False, []))
                 if key not in named:
                     continue
-            if self._states_value(spec, vals, said, text):
+            tokens = self._value_tokens(spec, vals, said, text)
+            if tokens is not None:
                 out.append(key)
+                if tokens:
+                    near[key] = tokens
+        if near:
+            # a token said exactly as one field's value is no misheard value of another
+            # ("INV-20391", the duplicate invoice's first version, is not the original
+            # INV-20388 misheard)
+            exact = {canonical_identifier(v) for key, _, vals in self._values
+                     if key in out and key not in near for v in vals}
+            out = [k for k in out if k not in near or not near[k] <= exact]
+        return out
+
+    def _near_only(self, text: str) -> dict[FieldKey, set[str]]:
+        """The fields :meth:`_valued_fields` finds in ``text`` only by an identifier or number
+        misheard by a character or two, each with the tokens found."""
+        masked = _mask_phones(text)
+        out: dict[FieldKey, set[str]] = {}
+        for key, spec, vals in self._values:
+            said = text if spec.grader in _RAW_TEXT_GRADERS else masked
+            tokens = self._value_tokens(spec, vals, said, text)
+            if tokens:
+                out[key] = tokens
         return out
 
     def _states_value(self, spec: FieldSpec, vals: list[Any], said: str, text: str) -> bool:
         """``said`` (the text, perhaps with phone numbers masked) states one of ``vals`` as
         the field's grader compares them, or an identifier misheard by a character."""
+        return self._value_tokens(spec, vals, said, text) is not None
+
+    def _value_tokens(self, spec: FieldSpec, vals: list[Any], said: str,
+                      text: str) -> set[str] | None:
+        """As :meth:`_states_value`: None when no value is stated, an empty set when one is
+        stated as the grader compares it, else the tokens of a misheard identifier."""
+        near: set[str] = set()
         for v in vals:
             try:
                 found = value_in_text(spec.grader, v, said, tolerance=spec.tolerance,
                                       options=spec.options, reference=self._reference)
             except ValueError:
                 continue
-            if found == "match" or (found == "mismatch" and _near_identifier(v, (
-                    text if spec.grader in _IDENTIFIER_GRADERS else _mask_codes(text)))):
-                return True
-        return False
+            if found == "match":
+                return set()
+            if found == "mismatch":
+                near |= _near_tokens(v, (
+                    text if spec.grader in _IDENTIFIER_GRADERS else _mask_codes(text)))
+        return near or None
 
     def _restates(self, c: _Clause, fields: list[FieldKey]) -> bool:
         """A field named with a value, or a caller value, in a restatement shape."""
@@ -2216,8 +2282,9 @@ class SemanticActObserver:
         if _YOU_SAID.search(c.joined) or _SO_LEAD.match(c.joined):
             return True
         matches = self._matches(c)
-        if any(self._valued(c, m) for m in matches):
-            return True
+        if any(self._valued(c, m) and not all(self._holds_no_value(k, c.text)
+                                              for k in m.phrase.fields) for m in matches):
+            return True  # not "Best number to reach you?": a phone number needs digits
         if _IS_YOUR.match(c.led) and matches:
             last = matches[-1].end
             return last < len(c.words) and _is_value(c.words[last])

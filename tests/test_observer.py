@@ -637,6 +637,29 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     assert _summary(_real(task_id).observe(text)) == expected
 
 
+@pytest.mark.parametrize(("task_id", "text", "expected"), [
+    # a name held inside a list another field holds restates the list's field only
+    ("apexv1_001", "So two dependents, Jamie Reyes and Casey Reyes.",
+     [("summarize", None), ("read_back", "dependent_count"), ("read_back", "dependent_names")]),
+    # a token said exactly as one field's value (here an old version) is no misheard value of
+    # another field; a named field's misheard number is not another field's
+    ("apexv1_051", "So the second one is INV-20391?", [("confirm", "duplicate_invoice")]),
+    ("apexv1_011", "So it peaked around fourteen thousand requests a second, right?",
+     [("confirm", "peak_traffic_rps")]),
+    # a field named "to" a verb holds no value: a phone number, date, amount or identifier
+    # needs one said
+    ("apexv1_078", "Best number to reach you?", [("ask", "contact_phone")]),
+    # "for a second" says no number; "twenty-first" is a date, not a counting word
+    ("apexv1_011", "Sorry, you cut out for a second there, could you say that again?",
+     [("ask", None)]),
+    ("apexv1_015", "She started on April twenty-first, is that right",
+     [("confirm", "employment_start_date")]),
+])
+def test_rules_of_the_eighth_round(task_id: str, text: str,
+                                   expected: list[tuple[str, str | None]]) -> None:
+    assert _summary(_real(task_id).observe(text)) == expected
+
+
 @pytest.mark.parametrize(("text", "verdict"), [
     ("So that's you and Victor Hale signing off.", "match"),  # "you" is the caller
     ("So that's you and Victor Hall signing off.", "mismatch"),
