@@ -546,9 +546,15 @@ _SOURCE_REPORT = _rx(
     r"guide|spec|specification|rules?|catalogue|catalog|price book|standard|procedures?|"
     r"handbook|checklist|routing guide|rate card)\b",
     r"^(i|we) (have )?found (it|that|the|this)\b",
+    # "I've checked our routing guide, and ...", "I looked it up in the known-issues guide"
+    r"\b(i|we) (have |just )?(checked|looked at|looked in|looked it up in|pulled up|consulted|"
+    r"searched|went through|ran) (the|our|your) (\w+ ){0,2}(policy|guide|spec|specification|"
+    r"rules|catalogue|catalog|price book|standard|procedures|handbook|checklist|rate card|"
+    r"register|scorecard|records|system|knowledge base)\b",
+    r"^(okay |ok |right |alright )?(found it|here it is|here we go|it came back)$",
 )
 """A statement that reports what a document says ("the policy gives ...", "according to
-the price book ...")."""
+the price book ..."), or a lookup's announcement before the report ("Found it.")."""
 _RECORDED = _rx(
     r"\b(i|we) (have |will |just |am |are )?(recorded|noted|entered|updated|changed|corrected|"
     r"put|saved|set|logged|captured|listed|marked|wrote|written|registered|filled|putting|"
@@ -1501,12 +1507,17 @@ class SemanticActObserver:
         callers = self._caller_fields
         out: list[Act] = []
         done: set[str] = set()
+        announced: str | None = None  # "Found it." before the sentence that reports
         for act in acts:
+            joined = " ".join(_words(act.text))
+            if act.act == "inform" and _SOURCE_REPORT.search(joined) and len(_words(
+                    act.text)) <= 4:
+                announced = act.text
             if act.act not in ("read_back", "summarize") or act.text.rstrip().endswith("?"):
                 out.append(act)
                 continue
-            joined = " ".join(_words(act.text))
-            if not _SOURCE_REPORT.search(joined) or _RECORDED.search(joined) or any(
+            if (not _SOURCE_REPORT.search(joined) and announced is None) or _RECORDED.search(
+                    joined) or any(
                     a.text == act.text and a.act not in ("read_back", "summarize", "inform")
                     for a in acts):
                 out.append(act)
@@ -1768,6 +1779,8 @@ class SemanticActObserver:
             readback += [k for k in self._small_values_said(c) if k not in readback]  # "4 people"
             if not readback and (len(_value_words(c.words)) <= 6 or _RECORDED.search(c.joined)):
                 readback = self._near_value_field(c.text)  # "I'll put it down as one fifty-eight"
+        if readback and not question and self._offers_alternatives(c):
+            return [Act(act="inform", text=c.text)]
         if readback and not question:
             # "March first, twenty twenty-seven, and hybrid.": beside a restated value, an
             # option or a one-word value of another field is restated too
@@ -2076,6 +2089,15 @@ class SemanticActObserver:
         if _is_name(spec.gold):  # "And your sponsor is Rachel Kimball?"
             return bool(re.search(r"(?<![.?!]\s)(?<!^)\b[A-Z][a-z]{2,}", text.strip()))
         return False
+
+    def _offers_alternatives(self, c: _Clause) -> bool:
+        """"Tuesday the thirteenth at nine with Dr. Hale, or Wednesday the fourteenth at two
+        thirty with Dr. Osei.": a statement listing two or more dates joined by "or" tells the
+        caller the options; it restates none."""
+        if "or" not in c.words:
+            return False
+        dates = set(dates_in_text(_ORDINAL_ONE.sub(" ", _mask_phones(c.text)), self._reference))
+        return len(dates) >= 2
 
     def _holds_no_value(self, key: FieldKey, text: str) -> bool:
         """``text`` cannot restate ``key``: the field holds a phone number, a date, a number

@@ -654,6 +654,14 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
      [("ask", None)]),
     ("apexv1_015", "She started on April twenty-first, is that right",
      [("confirm", "employment_start_date")]),
+    # dates listed as options tell the caller what is open; they restate nothing
+    ("apexv1_064", "I have Tuesday the thirteenth at nine with Dr. Ruth Hale, or Wednesday "
+     "the fourteenth at two thirty with Dr. Mateo Osei.", [("inform", None)]),
+    ("apexv1_064", "I have you on Tuesday the thirteenth at nine with Dr. Ruth Hale.",
+     [("summarize", None), ("read_back", "appointment_date"), ("read_back", "clinician")]),
+    # a lookup reported ("I've checked our routing guide, and ...") is information
+    ("apexv1_038", "I've checked our routing guide, and cases like yours go to the Employee "
+     "Relations Confidential queue.", [("inform", None)]),
 ])
 def test_rules_of_the_eighth_round(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
