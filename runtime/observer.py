@@ -317,6 +317,19 @@ _GREET = _rx(
     r"^(so |and )?(what (have|has) (you|we) got for (me|us)|what seems to be the (problem|"
     r"trouble|issue)|what is going on|what is up|what brings you (in|here|to us))( today)?$",
 )
+_IF_AGREED = re.compile(
+    r"(^|\b(and|so|then|but) )if (so|yes|it is|it all is|they are|that is (all )?(right|correct|ok|"
+    r"good|fine|accurate)|everything is (right|correct|ok|good|in order|accurate)|that (all )?"
+    r"(looks|sounds|seems) (good|right|correct|ok|fine)|(all )?(that|of that) is (right|"
+    r"correct)|you are (happy|ok|good|fine|comfortable)( with (that|it|this|everything))?|"
+    r"you agree|that works( for you)?|you say so|you say yes|you give me the go ahead)"
+    r"( then)? (i will|i can|i shall|we will|we can|i am going to|i would)\b")
+""""If so, I'll submit it.": an action announced on the caller's agreement asks for it."""
+_HOW_CAN_I_HELP = _rx(
+    r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
+    r"\bwhat can (i|we) (do|help)( you)? (for|with)\b",
+)
+"""The desk's opening question: it asks what the caller needs, never leave to act."""
 _GREET_STATEMENT = _rx(
     r"^(you have reached|this is|my name is|i am \w+ (from|with|at|on))\b",
     r"\b(welcome to|thanks for calling|thank you for calling)\b",
@@ -592,6 +605,7 @@ _GENERIC_PROCEED = _rx(
     r"(through|in)\b",
     r"\block(ing)? (that|this|the|your) (\w+ )?in\b",
     r"\bsend(ing)? (it|this|that|everything|the \w+|your \w+) (in|off|over|through|along)\b",
+    r"\bpass(ing)? (it|this|that|everything|the \w+|your \w+) (along|on|over) to\b",
     r"\b(give|get|have) (me |us )?(the |your )?(go ahead|green light|ok|okay|thumbs up)\b",
     r"\bsay the word\b",
     r"\bsign off on (it|this|that|the \w+)\b",
@@ -1798,6 +1812,11 @@ class SemanticActObserver:
     def _proposes(self, c: _Clause, question: bool) -> bool:
         """The sentence asks leave to carry out a gated verb or to go ahead. A subordinate
         clause does not count: "Before I submit it, what's your phone number?" asks a field."""
+        agreed = _IF_AGREED.search(c.joined)
+        if agreed:  # "If it is, I'll put the request through.": leave asked in a statement
+            rest = c.joined[agreed.end():].split()
+            if self._has_gated(rest) or _GENERIC_PROCEED.search(" ".join(rest)):
+                return True
         if c.words and c.words[0] in _SUBORDINATORS and "," in c.text:
             head, main = c.text.split(",", 1)
             main_words = _words(main)
@@ -1815,6 +1834,8 @@ class SemanticActObserver:
             return False  # "Nothing gets submitted until you say so."
         if _CALLER_DID.search(c.joined):
             return False  # "Did you already send the budget over yourself?": the caller's act
+        if _HOW_CAN_I_HELP.search(c.joined):
+            return False  # "Clinic scheduling, this is Dana, how can I help you today?"
         purpose = _PURPOSE.search(c.joined)
         if purpose and purpose.start() > 0:
             before = c.joined[:purpose.start()].split()
@@ -1886,8 +1907,13 @@ class SemanticActObserver:
             rule = self._pick(rules, obj)
             if rule is not None:
                 return rule
-        if (_GENERIC_PROCEED.search(c.joined) or _PROCEED_ONLY.search(c.joined)
+        generic = _GENERIC_PROCEED.search(c.joined)
+        if (generic or _PROCEED_ONLY.search(c.joined)
                 or _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)):
+            if generic and foreign_anywhere:  # the verb itself is no object ("pass it along")
+                verb = _stem(generic.group(0).split()[0])
+                foreign_anywhere = bool((stems - {verb}) & (
+                    _FOREIGN_OBJECT - {"note", "call", "card"} - self._artifact_words))
             if foreign_anywhere:
                 return None
             mentioned = [r for r in self._rules if r.artifact_words & stems]

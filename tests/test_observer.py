@@ -662,6 +662,19 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     # a lookup reported ("I've checked our routing guide, and ...") is information
     ("apexv1_038", "I've checked our routing guide, and cases like yours go to the Employee "
      "Relations Confidential queue.", [("inform", None)]),
+    # the desk's "how can I help?" asks no leave, whatever verb the desk's name holds
+    ("apexv1_064", "Good morning, Riverbend Heart and Vascular Clinic scheduling, this is "
+     "Dana, how can I help you today?", [("greet", None)]),
+    # the gated action announced on the caller's agreement asks for it; an extra does not
+    ("apexv1_010", "If it is, I'll just put the request through to badge issuing.",
+     [("request_approval", "submit:badge_1")]),
+    ("apexv1_001", "I've marked it ready, so if you're comfortable, I'll commit it now.",
+     [("request_approval", "commit:enr_1")]),
+    ("apexv1_010", "If so, I'll send you a copy of the request.", [("offer", None)]),
+    ("apexv1_010", "If it's approved, I'll email you the badge details.", [("inform", None)]),
+    # "pass it along": the verb is no other object (a visitor pass)
+    ("apexv1_032", "Shall I pass it along to the attorney team?",
+     [("request_approval", "submit:intake_1")]),
 ])
 def test_rules_of_the_eighth_round(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
