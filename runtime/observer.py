@@ -325,6 +325,7 @@ _IF_AGREED = re.compile(
     r"you agree|that works( for you)?|you say so|you say yes|you give me the go ahead)"
     r"( then)? (i will|i can|i shall|we will|we can|i am going to|i would)\b")
 """"If so, I'll submit it.": an action announced on the caller's agreement asks for it."""
+_PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
     r"\bwhat can (i|we) (do|help)( you)? (for|with)\b",
@@ -787,9 +788,11 @@ _AGENT_MARKERS = frozenset({
 })
 """Words before a gated verb that make the agent its doer ("shall I", "want me to")."""
 _TRAILING_QUESTION = re.compile(
-    r",\s*(?:(?:and|so|now|then|okay|ok|great|perfect|thanks)\s*,?\s*)+"
+    r",\s*(?:(?:and|so|now|then|okay|ok|great|perfect|thanks|um|uh|erm|also)\s*,?\s*)*"
+    r"(?:and|so|now|then|okay|ok|great|perfect|thanks|also)\s*,?\s*"
+    r"(?:(?:um|uh|erm)\s*,?\s*)*"
     r"(?=(?:what|which|who|when|where|how|could|can|would|will|do|did|does|is|are|was|were|"
-    r"should|shall)\b)"
+    r"should|shall|have you|has (?:he|she|it|the)|by when|by what|on what|in what)\b)"
     r"|,\s*or\s+(?=(?:is there|was there|do you have) anything else\b"
     r"|is that (?:everything|all)(?: for (?:today|now))?\s*\?)",
     re.IGNORECASE,
@@ -1418,6 +1421,9 @@ class SemanticActObserver:
                     " ".join(_words(acts[k].text))) and not self.fields_in(acts[k].text)):
                 del acts[k]  # "Here's where we've landed." introduces the recap that follows
                 break
+        acts = [a for k, a in enumerate(acts) if not (
+            k > 0 and a.act == "request_approval" and acts[k - 1].act == "request_approval"
+            and acts[k - 1].action == a.action)]  # "If that works, I'll commit it. A go?"
         acts = self._source_reports(acts)
         acts = self._recap_checked(acts)
         restated = {(a.artifact, a.field) for a in acts
@@ -1621,7 +1627,8 @@ class SemanticActObserver:
         m = _TRAILING_QUESTION.search(sentence)
         if m is not None and sentence.rstrip().endswith("?") and m.start() > 0:
             head, tail = sentence[:m.start()], sentence[m.end():]
-            if _words(head) and _words(tail):
+            if _words(head) and _words(tail) and not _READY_LEAD_IN.search(
+                    " ".join(_words(head))):  # "That covers everything, so, um, shall I ...?"
                 head_clause = _Clause.of(head, _words(head), True, previous)
                 asked = self._question_form(head_clause) or (  # "Which shift ran them, and ...?"
                     bool(head_clause.words) and head_clause.words[head_clause.lead()] in _WH)
@@ -2027,6 +2034,8 @@ class SemanticActObserver:
         for?" for the reason); none on a tie, nor for a yes/no question ("Are you at the
         computer now?" asks no field)."""
         at = c.lead()
+        if at + 1 < len(c.words) and c.words[at] in _PREPOSITIONS and c.words[at + 1] in _WH:
+            at += 1  # "on what date was the meeting?", "by when?"
         lead = c.words[at] if c.words else ""
         embedded = next((i for i, w in enumerate(c.words[:8]) if w in _WH and i > 0 and set(
             c.words[:i]) & {"tell", "know", "ask", "say", "remember"}), None)

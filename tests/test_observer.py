@@ -675,6 +675,17 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     # "pass it along": the verb is no other object (a visitor pass)
     ("apexv1_032", "Shall I pass it along to the attorney team?",
      [("request_approval", "submit:intake_1")]),
+    # a new question after restated values, behind fillers or "have you"; "on what date"
+    ("apexv1_118", "Press line three, undersized mounting hole, okay, and have you got the "
+     "measured hole diameter?", [("summarize", None), ("read_back", "line"),
+                                 ("read_back", "defect"), ("ask", "measured_value")]),
+    ("apexv1_097", "Which quarter was under review, and on what date was the meeting, please?",
+     [("ask", "review_quarter"), ("ask", "meeting_date")]),
+    # one request said twice is one; a lead-in is no restatement to split off
+    ("apexv1_076", "If that works, I'll commit it now. Is that a go?",
+     [("request_approval", "commit:order_1")]),
+    ("apexv1_076", "I think that covers everything, so, um, should I go ahead and place it?",
+     [("request_approval", "commit:order_1")]),
 ])
 def test_rules_of_the_eighth_round(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
