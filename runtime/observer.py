@@ -325,6 +325,10 @@ _IF_AGREED = re.compile(
     r"you agree|that works( for you)?|you say so|you say yes|you give me the go ahead)"
     r"( then)? (i will|i can|i shall|we will|we can|i am going to|i would)\b")
 """"If so, I'll submit it.": an action announced on the caller's agreement asks for it."""
+_BOUND = re.compile(r"\b(up to|at most|a maximum of|maximum of|no more than|as much as|"
+                    r"limit of|limit is|cap of|capped at|max(imum)? is)\b", re.IGNORECASE)
+"""An amount said as a limit ("up to eighty-three hundred a year"), not a value given."""
+_BOUND_FIELD = re.compile(r"cap|limit|max|ceiling|threshold|allowance", re.IGNORECASE)
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -1724,7 +1728,8 @@ class SemanticActObserver:
                 for o in stated)]
         if question and not fields and not stated and not any(w in _WH for w in c.words) and (
                 _CONFIRM_TAG.search(c.text) or _YOU_SAID.search(c.joined)
-                or re.match(r"^(and |ok |okay )?(so,? )?(it is|that is|you are|is that)\b",
+                or re.match(r"^(and |ok |okay )?(so,? )?(it is|that is|you are|is that|was that|"
+                            r"was it)\b",
                             c.joined)
                 or c.words[c.lead()] not in _AUX | {"can", "could", "would", "will", "may"}):
             near = self._near_value_field(c.text)
@@ -2169,6 +2174,15 @@ class SemanticActObserver:
                 if key not in named:
                     continue
             tokens = self._value_tokens(spec, vals, said, text)
+            if tokens and spec.grader == "numeric_tolerance":
+                # an amount a digit or two off is this field's, misheard, only with the field
+                # named ("two hundred and fourteen million in revenue"); unnamed it is another
+                # amount ("up to eighty-three hundred a year" is no HSA contribution of 1200)
+                if named is None:
+                    named = self._fields(_Clause.of(text, _words(text), False, []))
+                if key not in named or (_BOUND.search(text) and not _BOUND_FIELD.search(
+                        f"{spec.name} {spec.label}")):
+                    continue  # "you can put up to eighty-three hundred into the HSA": a limit
             if tokens is not None:
                 out.append(key)
                 if tokens:

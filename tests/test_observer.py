@@ -686,6 +686,13 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
      [("request_approval", "commit:order_1")]),
     ("apexv1_076", "I think that covers everything, so, um, should I go ahead and place it?",
      [("request_approval", "commit:order_1")]),
+    # an amount a digit or two off another field's value is that field's only when named
+    ("apexv1_001", "Because you picked the HDHP, you can put up to eighty-three hundred "
+     "dollars a year into the HSA.", [("read_back", "medical_plan")]),
+    ("apexv1_030", "Noted, about two hundred and fourteen million in revenue.",
+     [("read_back", "annual_revenue")]),
+    # "Was that ...?" asks a value back
+    ("apexv1_057", "Was that fourteen hundred a year?", [("confirm", "competitor_quote")]),
 ])
 def test_rules_of_the_eighth_round(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
