@@ -329,6 +329,9 @@ _BOUND = re.compile(r"\b(up to|at most|a maximum of|maximum of|no more than|as m
                     r"limit of|limit is|cap of|capped at|max(imum)? is)\b", re.IGNORECASE)
 """An amount said as a limit ("up to eighty-three hundred a year"), not a value given."""
 _BOUND_FIELD = re.compile(r"cap|limit|max|ceiling|threshold|allowance", re.IGNORECASE)
+_PURPOSE_CHECK = re.compile(r"(just |i just want |i want |i would like |i need )?to (confirm|"
+                            r"double check|verify|make sure)\b")
+""""To verify the policy, ...": why the agent asks, not a check of what was said."""
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -1435,6 +1438,14 @@ class SemanticActObserver:
         if len(restated) >= 2 and not any(a.act == "summarize" for a in acts):
             first = next(i for i, a in enumerate(acts) if a.act in ("read_back", "confirm"))
             acts.insert(first, Act(act="summarize", text=acts[first].text))
+        if len(restated) == 1 and any(
+                a.act == "summarize" and ":" in a.text and any(
+                    b.text == a.text and b.act in ("read_back", "confirm") and b.field
+                    for b in acts)
+                for a in acts):
+            # "Let me read that back to you: M, two, zero, four, one, seven.": one value read
+            # back is no recap
+            acts = [a for a in acts if a.act != "summarize"]
         first_summary = next((i for i, a in enumerate(acts) if a.act == "summarize"), None)
         return [a for i, a in enumerate(acts)
                 if a.act != "summarize" or i == first_summary]  # one recap per turn
@@ -2344,8 +2355,17 @@ class SemanticActObserver:
         return j if go_ahead else -1
 
     def _is_confirm(self, c: _Clause, fields: list[FieldKey]) -> bool:
-        if _CONFIRM.search(c.joined) or _CONFIRM_TAG.search(c.text):
+        if _CONFIRM_TAG.search(c.text):
             return True
+        check = _CONFIRM.search(c.joined)
+        if check is not None:
+            rest = c.joined[check.end():].split()
+            # "To make sure the room fits, roughly how many people are you expecting?": the
+            # purpose of a question that asks for a value, no value said back
+            return not (_PURPOSE_CHECK.match(c.joined[check.start():]) and (
+                set(rest) & _WH or _REQUEST.search(" ".join(rest))
+                or re.search(r"\b(may|can|could) i (have|get)\b", " ".join(rest)))
+                and not self._valued_fields(c.text))
         if not c.question or not fields or any(w in _WH for w in c.words):
             return False
         # A restatement asked as a question: "So your beneficiary is Jamie Reyes?",

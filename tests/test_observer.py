@@ -691,8 +691,13 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
      "dollars a year into the HSA.", [("read_back", "medical_plan")]),
     ("apexv1_030", "Noted, about two hundred and fourteen million in revenue.",
      [("read_back", "annual_revenue")]),
-    # "Was that ...?" asks a value back
-    ("apexv1_057", "Was that fourteen hundred a year?", [("confirm", "competitor_quote")]),
+    # "to make sure ..." before a question that asks a value is why the agent asks
+    ("apexv1_057", "To verify the policy, may I have the policy number and the zip code?",
+     [("ask", "policy_number"), ("ask", "postal_code")]),
+    ("apexv1_057", "Just to make sure, your zip code is 97214?", [("confirm", "postal_code")]),
+    # one value read back after a colon is no recap
+    ("apexv1_045", "Let me just read that back to you: M, two, zero, four, one, seven.",
+     [("read_back", "employee_id")]),
 ])
 def test_rules_of_the_eighth_round(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
