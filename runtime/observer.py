@@ -1152,9 +1152,9 @@ def _fold_into_next(acts: list[Act], k: int) -> None:
 
 def _says_an_option(words: list[str], spec: FieldSpec, vals: list[Any]) -> bool:
     """``words`` say one of a field's options or values as whole words (of 3 letters or
-    more: "no" is said about anything)."""
+    more: "no" is said about anything; a code with a digit, "P4", is distinctive)."""
     return any(_said_as_value(words, _words(str(o))) for o in [*spec.options, *vals]
-               if len("".join(_words(str(o)))) >= 3)
+               if len("".join(_words(str(o)))) >= 3 or re.search(r"\d", str(o)))
 
 
 def _option_forms(option: str, options: Iterable[str]) -> list[list[str]]:
@@ -1174,10 +1174,13 @@ def _days_apart(a: Any, b: Any) -> int:
 
 
 def _small_number(value: Any) -> bool:
+    """A count or a term ("three", "twelve"): a small whole number, which a sentence may say
+    about anything; not a measurement ("eight point five eight")."""
     try:
-        return abs(float(value)) < 13
+        number = float(value)
     except (TypeError, ValueError):
         return False
+    return abs(number) < 13 and number.is_integer()
 
 
 def _noun_use(w: list[str], i: int) -> bool:
@@ -1811,8 +1814,10 @@ class SemanticActObserver:
         if not readback and not question and (_READBACK_LEAD.search(c.joined) or _ACK.search(
                 c.joined) or _IT_IS.search(c.joined) or _SO_LEAD.match(c.joined)):
             # "I've set the decision to go." / "Got it, vacation." / "May thirty-first it is."
+            recorded = bool(_RECORDED.search(c.joined))  # "I've set it as a P4."
             readback = [k for k in self._recap_fields(c.text, named=False)
-                        if k not in self._instructed or k in fields]  # "It's booked": news
+                        if k not in self._instructed or k in fields or recorded]
+            # (not "It's booked": news)
             readback += [k for k in self._small_values_said(c) if k not in readback]  # "4 people"
             if not readback and (len(_value_words(c.words)) <= 6 or _RECORDED.search(c.joined)):
                 readback = self._near_value_field(c.text)  # "I'll put it down as one fifty-eight"

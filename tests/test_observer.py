@@ -698,6 +698,10 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     # one value read back after a colon is no recap
     ("apexv1_045", "Let me just read that back to you: M, two, zero, four, one, seven.",
      [("read_back", "employee_id")]),
+    # a measurement is no small count: said alone it restates its field; a code option
+    # ("P4") is a value, recorded by the agent even when it came from a document
+    ("apexv1_118", "Eight point five eight millimeters.", [("read_back", "measured_value")]),
+    ("apexv1_045", "I've set it as a P4.", [("read_back", "priority")]),
 ])
 def test_rules_of_the_eighth_round(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
