@@ -332,6 +332,10 @@ _BOUND_FIELD = re.compile(r"cap|limit|max|ceiling|threshold|allowance", re.IGNOR
 _PURPOSE_CHECK = re.compile(r"(just |i just want |i want |i would like |i need )?to (confirm|"
                             r"double check|verify|make sure)\b")
 """"To verify the policy, ...": why the agent asks, not a check of what was said."""
+_NEXT_FIELD = re.compile(r"^(and |and then |then |next |now |lastly |finally |also |and also |"
+                         r"and finally )+(the |your )")
+_AFTER_NEXT_FIELD = frozenset({"please", "whenever", "when", "if", "and", "just", "it", "too",
+                               "as", "for", "number"})
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -1809,6 +1813,8 @@ class SemanticActObserver:
 
         if _ANNOUNCE_STEP.search(c.led):
             return [Act(act="inform", text=c.text)]  # "Let me check the routing guide ..."
+        if fields and not stated and self._field_named_next(c):
+            return self._field_acts("ask", fields, c.text)  # "And then the due date, ..."
         readback = self._readback_fields(c, fields)
         readback += [k for k in stated if k not in readback]
         if not readback and not question and (_READBACK_LEAD.search(c.joined) or _ACK.search(
@@ -2145,6 +2151,19 @@ class SemanticActObserver:
         if _is_name(spec.gold):  # "And your sponsor is Rachel Kimball?"
             return bool(re.search(r"(?<![.?!]\s)(?<!^)\b[A-Z][a-z]{2,}", text.strip()))
         return False
+
+    def _field_named_next(self, c: _Clause) -> bool:
+        """"And then the due date, whenever you're ready." / "Next, your member ID; it's on
+        your card." / "And the pads": a field named after "and" or "next", with nothing said
+        about it, asks for it."""
+        m = _NEXT_FIELD.match(c.joined)
+        if m is None:
+            return False
+        at = len(m.group(0).split())
+        first = next((x for x in self._matches(c) if x.start >= at), None)
+        if first is None or first.start != at or self._readback_fields(c, self._fields(c)):
+            return False
+        return first.end == len(c.words) or c.words[first.end] in _AFTER_NEXT_FIELD
 
     def _offers_alternatives(self, c: _Clause) -> bool:
         """"Tuesday the thirteenth at nine with Dr. Hale, or Wednesday the fourteenth at two

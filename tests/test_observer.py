@@ -702,6 +702,12 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     # ("P4") is a value, recorded by the agent even when it came from a document
     ("apexv1_118", "Eight point five eight millimeters.", [("read_back", "measured_value")]),
     ("apexv1_045", "I've set it as a P4.", [("read_back", "priority")]),
+    # a field named after "and then" / "next" with nothing said about it asks for it
+    ("apexv1_087", "And then the due date, whenever you're ready.",
+     [("ask", "expected_due_date")]),
+    ("apexv1_102", "And then the lockout tag number, please.", [("ask", "lockout_tag")]),
+    ("apexv1_057", "And the refund reaches your bank within seven business days.",
+     [("inform", None)]),
 ])
 def test_rules_of_the_eighth_round(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
