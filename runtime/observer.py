@@ -336,6 +336,9 @@ _NEXT_FIELD = re.compile(r"^(and |and then |then |next |now |lastly |finally |al
                          r"and finally )+(the |your )")
 _AFTER_NEXT_FIELD = frozenset({"please", "whenever", "when", "if", "and", "just", "it", "too",
                                "as", "for", "number"})
+_DAY_WORD = re.compile(r"^(\d{1,2}(st|nd|rd|th)?|first|second|third|\w+(th|teenth)|twenty|"
+                      r"thirty)$")
+"""A day of the month after "the" ("the eleventh", "the 3rd", "the twenty first")."""
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -2463,7 +2466,14 @@ class SemanticActObserver:
         while j < len(words) and words[j] in {"you", "gave", "provided", "down", "now", "still",
                                               "currently", "that"}:
             j += 1
-        return j + 1 < len(words) and words[j] in _COPULA and _is_value(words[j + 1])
+        if not (j + 1 < len(words) and words[j] in _COPULA):
+            return False
+        k = j + 1
+        while k + 1 < len(words) and words[k] in {"now", "still", "actually"}:
+            k += 1  # "your end date's now June eleventh"
+        if k + 1 < len(words) and words[k] == "the" and _DAY_WORD.match(words[k + 1]):
+            return True  # "the end date is the eleventh"
+        return _is_value(words[k])
 
     def _readback_fields(self, c: _Clause, fields: list[FieldKey]) -> list[FieldKey]:
         """Fields a statement restates a value for: "I have your date of birth as July ninth",

@@ -706,6 +706,8 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     ("apexv1_087", "And then the due date, whenever you're ready.",
      [("ask", "expected_due_date")]),
     ("apexv1_102", "And then the lockout tag number, please.", [("ask", "lockout_tag")]),
+    # "is the eleventh": a day of the month after a field's copula is a value
+    ("apexv1_070", "Okay, the end date is the eleventh.", [("read_back", "end_date")]),
     ("apexv1_057", "And the refund reaches your bank within seven business days.",
      [("inform", None)]),
 ])
