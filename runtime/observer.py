@@ -1342,7 +1342,7 @@ class SemanticActObserver:
             key: frozenset(
                 _stem(_base(w)) for w in _words(spec.label) + [
                     w for w in _words(" ".join(spec.synonyms)) if not w.endswith("ing")]
-                if w not in _STOPWORDS and w not in _FUNCTION_WORDS and len(w) > 3)
+                if w not in _STOPWORDS and w not in _FUNCTION_WORDS and len(w) > 2)
             for key, spec in self._specs.items()}
         # fields whose values are words a sentence may say about anything ("hybrid", "low"):
         # enums and one-word values, stated only beside another restated value
@@ -1791,6 +1791,10 @@ class SemanticActObserver:
             not question and (_GREET_STATEMENT.search(c.joined) or (
                 not c.previous and self._desk_intro(c.text, c.text)))
         ):
+            if self._caller_name and _WHO_IS_CALLING.search(c.joined):
+                # "Thanks for calling ..., who do I have the pleasure of speaking with?"
+                return [Act(act="greet", text=c.text),
+                        *self._field_acts("ask", self._caller_name, c.text)]
             return [Act(act="greet", text=c.text)]
 
         if question or _REQUEST.search(c.led) or _REQUEST.search(c.joined):
@@ -2071,6 +2075,13 @@ class SemanticActObserver:
             c.words[:i]) & {"tell", "know", "ask", "say", "remember"}), None)
         if embedded is not None and lead not in _WH:
             at, lead = embedded, c.words[embedded]  # "Can you tell me who referred you?"
+        after_comma = re.search(r",\s*(?:(?:and|so|then|now)\s+)?(what|which|who|when|where|how)\b",
+                                c.text, re.IGNORECASE)
+        if lead not in _WH and after_comma is not None and len(_words(
+                c.text[:after_comma.start()])) <= 4:
+            # "Given that, what's the earliest date you could start?"
+            at = len(_words(c.text[:after_comma.start(1)]))
+            lead = c.words[at] if at < len(c.words) else lead
         if lead not in _WH and lead not in {"and", "the"}:
             return []
         words = {_stem(_base(w)) for w in c.words  # "sponsoring", "referred"

@@ -708,6 +708,14 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     ("apexv1_102", "And then the lockout tag number, please.", [("ask", "lockout_tag")]),
     # "is the eleventh": a day of the month after a field's copula is a value
     ("apexv1_070", "Okay, the end date is the eleventh.", [("read_back", "end_date")]),
+    # a three-letter word of a field's label or synonyms counts ("due"); a wh-question after
+    # a short lead-in and a comma; the desk's greeting with "who do I have the pleasure ..."
+    ("apexv1_097", "When's he due to have that done by?", [("ask", "action_due_date")]),
+    ("apexv1_011", "Given that, what's the earliest date you could start?",
+     [("ask", "earliest_start_date")]),
+    ("apexv1_057", "Thank you for calling Northbridge Mutual policy services, my name's Chris, "
+     "um, who do I have the pleasure of speaking with today?",
+     [("greet", None), ("ask", "policyholder_name")]),
     ("apexv1_057", "And the refund reaches your bank within seven business days.",
      [("inform", None)]),
 ])
