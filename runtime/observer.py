@@ -339,6 +339,8 @@ _AFTER_NEXT_FIELD = frozenset({"please", "whenever", "when", "if", "and", "just"
 _DAY_WORD = re.compile(r"^(\d{1,2}(st|nd|rd|th)?|first|second|third|\w+(th|teenth)|twenty|"
                       r"thirty)$")
 """A day of the month after "the" ("the eleventh", "the 3rd", "the twenty first")."""
+_HEAD_TAG = re.compile(r",\s*(yes|right|correct|yeah|yep)\s*$", re.IGNORECASE)
+"""A restatement's tag before the next question in one sentence."""
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -1656,7 +1658,8 @@ class SemanticActObserver:
                     " ".join(_words(head))):  # "That covers everything, so, um, shall I ...?"
                 head_clause = _Clause.of(head, _words(head), True, previous)
                 asked = self._question_form(head_clause) or (  # "Which shift ran them, and ...?"
-                    bool(head_clause.words) and head_clause.words[head_clause.lead()] in _WH)
+                    bool(head_clause.words) and head_clause.words[head_clause.lead()] in _WH
+                ) or bool(_HEAD_TAG.search(head))  # "So you're with Orbital Freight, yes, and"
                 first = [a for a in self._sentence(head.strip() + ("?" if asked else "."),
                                                    previous)
                          if a.act != "inform"]  # an acknowledgement inside a question

@@ -711,6 +711,8 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     # a three-letter word of a field's label or synonyms counts ("due"); a wh-question after
     # a short lead-in and a comma; the desk's greeting with "who do I have the pleasure ..."
     ("apexv1_097", "When's he due to have that done by?", [("ask", "action_due_date")]),
+    ("apexv1_051", "So you're with Orbital Freight, yes, and what's the account ID?",
+     [("confirm", "company"), ("ask", "account_id")]),
     ("apexv1_011", "Given that, what's the earliest date you could start?",
      [("ask", "earliest_start_date")]),
     ("apexv1_057", "Thank you for calling Northbridge Mutual policy services, my name's Chris, "
