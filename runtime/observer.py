@@ -341,6 +341,9 @@ _DAY_WORD = re.compile(r"^(\d{1,2}(st|nd|rd|th)?|first|second|third|\w+(th|teent
 """A day of the month after "the" ("the eleventh", "the 3rd", "the twenty first")."""
 _HEAD_TAG = re.compile(r",\s*(yes|right|correct|yeah|yep)\s*$", re.IGNORECASE)
 """A restatement's tag before the next question in one sentence."""
+_EXTRA_SENT = re.compile(r"\b(a copy|copies|sent|emailed|texted|mailed|forwarded)\b.*\b(as well|"
+                         r"too|also)$|\ba copy of\b")
+"""Something sent to the caller besides the work: an extra offered."""
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -1725,8 +1728,10 @@ class SemanticActObserver:
             and c.words[c.lead()] not in _WH  # "Who should I list as the owner?" asks
             and not _REQUEST.search(c.led)  # "Could you give me a date so I can put it in?"
             and not stated and not self._readback_fields(c, fields)
-            # "Do you want the firm to send a letter?" asks the caller's choice of a field
-            and not (fields and not _AGENT_ACTS.search(c.joined))
+            # "Do you want the firm to send a letter?" asks the caller's choice of a field;
+            # "... a copy emailed to your sponsor as well?" offers an extra
+            and not (fields and not _AGENT_ACTS.search(c.joined)
+                     and not _EXTRA_SENT.search(c.joined))
         ):
             return [*summary, Act(act="offer", text=c.text)]
 
@@ -2195,10 +2200,13 @@ class SemanticActObserver:
         """``text`` cannot restate ``key``: the field holds a phone number, a date, a number
         or an identifier, and the text says none."""
         spec = self._specs.get(key)
-        if spec is None or not (spec.grader in ("normalized_phone", "normalized_date",
-                                                "numeric_tolerance") or (
+        if spec is None:
+            return False
+        if "@" in str(spec.gold):  # an email needs one said: "your email as well" is none
+            return not (re.search(r"@|\bat\b.*\bdot\b", text, re.IGNORECASE))
+        if not (spec.grader in ("normalized_phone", "normalized_date", "numeric_tolerance") or (
                 spec.grader in ("exact", "casefold_exact", "set_f1")
-                and re.search(r"\d", str(spec.gold)))):
+                and re.search(r"\d", str(spec.gold))) or _is_name(spec.gold)):
             return False
         return not self._says_a_value(key, text)
 
@@ -2480,7 +2488,7 @@ class SemanticActObserver:
         while j < len(words) and words[j] in {"you", "gave", "provided", "down", "now", "still",
                                               "currently", "that"}:
             j += 1
-        if not (j + 1 < len(words) and words[j] in _COPULA):
+        if not (j + 1 < len(words) and words[j] in _COPULA) or words[j:j + 2] == ["as", "well"]:
             return False
         k = j + 1
         while k + 1 < len(words) and words[k] in {"now", "still", "actually"}:

@@ -713,6 +713,13 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     ("apexv1_097", "When's he due to have that done by?", [("ask", "action_due_date")]),
     ("apexv1_051", "So you're with Orbital Freight, yes, and what's the account ID?",
      [("confirm", "company"), ("ask", "account_id")]),
+    # an email or a name field named before "as well" holds no value; a copy sent to the
+    # caller or someone else is an extra
+    ("apexv1_010", "Would you like a copy of the request emailed to your sponsor as well?",
+     [("offer", None)]),
+    ("apexv1_041", "Do you want the steps for the password page sent to your email as well?",
+     [("offer", None)]),
+    ("apexv1_010", "So your sponsor is Rachel Kim?", [("confirm", "sponsor_name")]),
     ("apexv1_011", "Given that, what's the earliest date you could start?",
      [("ask", "earliest_start_date")]),
     ("apexv1_057", "Thank you for calling Northbridge Mutual policy services, my name's Chris, "
