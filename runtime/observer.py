@@ -344,6 +344,15 @@ _HEAD_TAG = re.compile(r",\s*(yes|right|correct|yeah|yep)\s*$", re.IGNORECASE)
 _EXTRA_SENT = re.compile(r"\b(a copy|copies|sent|emailed|texted|mailed|forwarded)\b.*\b(as well|"
                          r"too|also)$|\ba copy of\b")
 """Something sent to the caller besides the work: an extra offered."""
+_NEWS_CLAUSE = _rx(
+    r"^(i have |i|we have |we )(just )?(marked|set|flagged) (it|this|the \w+|your \w+)( as)? "
+    r"(ready|complete|done)\b",
+    r"^(let me|i will|i am going to|i will just|i will quickly) (just |quickly )?(check|look|pull|"
+    r"search|run|verify|read (it|everything|the \w+) back|go over)\b",
+    r"^(the|your) \w+ (check|lookup|search) (came back|is clear|shows)\b",
+)
+"""A clause beside a restated value that tells the caller a status or the next step ("...,
+and I've marked the form ready", "..., let me check the policy")."""
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -1497,6 +1506,8 @@ class SemanticActObserver:
         if set(_words(listed)) & _WH or (head and (_REQUEST.search(" ".join(head)) or set(
                 head) & {"tell", "need", "give", "ask", "questions", "things"})):
             return False  # "Tell me about it: what it did, its peak traffic, ...": a request
+        if text.rstrip().endswith("?") and re.search(r"\bor\b", listed):
+            return False  # "Three quick ones: is that a desktop or a laptop, is it Edge or ...?"
         found = self._recap_fields(listed)
         if not self._recap_fields(listed, named=False):
             return False  # a recap says values, not only field names
@@ -1659,7 +1670,8 @@ class SemanticActObserver:
             head, tail = sentence[:m.start()], sentence[m.end():]
             if _words(head) and _words(tail) and not _READY_LEAD_IN.search(
                     " ".join(_words(head))):  # "That covers everything, so, um, shall I ...?"
-                head_clause = _Clause.of(head, _words(head), True, previous)
+                asked_part = head.rsplit(":", 1)[-1]  # "Two quick ones: is it a desktop ..."
+                head_clause = _Clause.of(asked_part, _words(asked_part), True, previous)
                 asked = self._question_form(head_clause) or (  # "Which shift ran them, and ...?"
                     bool(head_clause.words) and head_clause.words[head_clause.lead()] in _WH
                 ) or bool(_HEAD_TAG.search(head))  # "So you're with Orbital Freight, yes, and"
@@ -1850,7 +1862,10 @@ class SemanticActObserver:
             readback += [k for k in self._word_values_said(c) if k not in readback]
             readback += [k for k in self._small_values_said(c) if k not in readback]
         if readback:
-            return self._field_acts("read_back", readback, c.text)
+            news = [Act(act="inform", text=c.text)] if not question and any(
+                _NEWS_CLAUSE.search(" ".join(_words(part)))
+                for part in re.split(r",|;|\band\b|\bso\b|\bbut\b", c.text)[1:]) else []
+            return [*self._field_acts("read_back", readback, c.text), *news]
         return [Act(act="inform", text=c.text)]
 
     # ------------------------------------------------------------------ proposals

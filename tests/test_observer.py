@@ -720,6 +720,13 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     ("apexv1_041", "Do you want the steps for the password page sent to your email as well?",
      [("offer", None)]),
     ("apexv1_010", "So your sponsor is Rachel Kim?", [("confirm", "sponsor_name")]),
+    # questions after "two quick ones:" ask; a list of choices asked is no recap
+    ("apexv1_041", "Two quick ones: is it a desktop or a laptop you're on, and which program "
+     "do you use to get on the internet, Edge or Chrome?",
+     [("ask", "device"), ("ask", "browser")]),
+    # a status or the next step beside a restated value is information too
+    ("apexv1_001", "Your premium is two twenty-five a month and I've marked the form ready.",
+     [("read_back", "monthly_premium"), ("inform", None)]),
     ("apexv1_011", "Given that, what's the earliest date you could start?",
      [("ask", "earliest_start_date")]),
     ("apexv1_057", "Thank you for calling Northbridge Mutual policy services, my name's Chris, "
