@@ -282,7 +282,10 @@ _AUX = frozenset({
     "should", "may", "might", "have", "has", "had", "am",
 })
 
-_REQUEST = _rx(
+_REQUEST_BY_LEAD = re.compile(
+    r"^(next|now|then|and|lastly|finally)( up)?,? (is |for |on to |onto )?(your|the)\b")
+""""Next, your member ID." / "And for the priority: ..." (a request unless it states values)."""
+_REQUEST_NOT_BY_LEAD = _rx(
     r"^(could|can|would|will) you (please )?(tell|give|spell|provide|share|say|state|read|confirm"
     r"|let me know|send|repeat|verify)\b",
     r"^(may|can|could) i (please )?(have|get|ask|grab|take|know|confirm|check|see)\b",
@@ -294,7 +297,6 @@ _REQUEST = _rx(
     r"^(let me|let us) (get|grab|have|take|start with|move on to|turn to|go to|do)\b",
     r"\b(i|we) (will |would |also |just |still |now |then |first |next )*(need|require)\b",
     r"\bi would (like|love) (to (get|have|know|ask|take) )?your\b",
-    r"^(next|now|then|and|lastly|finally)( up)?,? (is |for |on to |onto )?(your|the)\b",
     r"^(moving|turning) on to\b",
     r"^what about\b",
     r"^how about\b",
@@ -304,6 +306,7 @@ _REQUEST = _rx(
     r"\bif you (can|could|do not mind|would not mind) (share|tell|give|say|read|walk)",
     r"^(tell|walk) me (about|what|how|through|a bit|a little)\b",
 )
+_REQUEST = _rx(_REQUEST_NOT_BY_LEAD.pattern, _REQUEST_BY_LEAD.pattern)
 """Request forms that make a statement ask for a field ("I'll need your employee ID.")."""
 
 _GREET = _rx(
@@ -353,6 +356,13 @@ _NEWS_CLAUSE = _rx(
 )
 """A clause beside a restated value that tells the caller a status or the next step ("...,
 and I've marked the form ready", "..., let me check the policy")."""
+_AGENT_LOOKUP = re.compile(
+    r"\b(i|we) (will |am going to |need to |have to |just |quickly |now )*(look up|look into|"
+    r"check|pull up|search|find|verify|calculate|work out|look at)\b")
+"""The agent announcing its own lookup ("while I look up ..."): no request unless another
+request is made ("Before I look at the policy, give me your employee ID.")."""
+_MOMENT_ASKED = re.compile(
+    r"\b(give|bear with) me (just )?(one |a )?(second|sec|moment|minute|mo)\b")
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -1817,7 +1827,14 @@ class SemanticActObserver:
                         *self._field_acts("ask", self._caller_name, c.text)]
             return [Act(act="greet", text=c.text)]
 
-        if question or _REQUEST.search(c.led) or _REQUEST.search(c.joined):
+        if question or ((_REQUEST.search(c.led) or _REQUEST.search(c.joined)) and not (
+                # "Give me a second while I look up your premium." / "And for the priority:
+                # a brake complaint with low fluid is P one.": a statement, no request
+                ((_AGENT_LOOKUP.search(c.joined) or _MOMENT_ASKED.search(c.joined))
+                 and not _REQUEST_NOT_BY_LEAD.search(_MOMENT_ASKED.sub(" ", c.joined)))
+                or (_REQUEST_BY_LEAD.match(c.joined) and not _REQUEST_NOT_BY_LEAD.search(c.joined)
+                    and self._recap_fields(c.text, named=False)
+                    and not self._choice_offered(c)))):
             lead = c.words[c.lead()]
             declarative = c.lead() > 0 and c.words[c.lead() - 1] in _SUBJECTS  # "you have"
             if fields and c.text.rstrip().endswith("?") and "or" not in c.words and (

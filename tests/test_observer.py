@@ -724,6 +724,14 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     ("apexv1_041", "Two quick ones: is it a desktop or a laptop you're on, and which program "
      "do you use to get on the internet, Edge or Chrome?",
      [("ask", "device"), ("ask", "browser")]),
+    # the agent's own lookup announced, or values stated after "and for the X:", is no
+    # request; imperative requests still ask
+    ("apexv1_001", "Give me just a second while I look up your monthly premium in the "
+     "benefits policy.", [("inform", None)]),
+    ("apexv1_106", "And for the priority, please: a brake complaint together with low brake "
+     "fluid is P one.", [("inform", None)]),
+    ("apexv1_102", "Read me the lockout tag number, and tell me whether the try-start showed "
+     "zero energy.", [("ask", "lockout_tag"), ("ask", "isolation_verified")]),
     # a status or the next step beside a restated value is information too
     ("apexv1_001", "Your premium is two twenty-five a month and I've marked the form ready.",
      [("read_back", "monthly_premium"), ("inform", None)]),
