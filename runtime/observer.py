@@ -611,6 +611,7 @@ _RECORDED = _rx(
     r"\b(i|we) (have |will |just |am |are )?(recorded|noted|entered|updated|changed|corrected|"
     r"put|saved|set|logged|captured|listed|marked|wrote|written|registered|filled|putting|"
     r"listing|logging|marking|noting|recording|entering|updating|setting|adding|added)\b",
+    r"\b(i|we) (have )?(got|have) you (down|listed)\b",  # "I've got you down as Gloria Haynes"
 )
 """The agent says it wrote a value into the record ("I've put sixteen weeks on the memo")."""
 _OFFER_NOT = _rx(
@@ -915,7 +916,7 @@ def _is_value(word: str) -> bool:
     return word not in _NOT_A_VALUE and not (word.endswith("ed") and len(word) > 4)
 
 
-_COPULA = frozenset({"is", "are", "was", "as", "to", "will"})
+_COPULA = frozenset({"is", "are", "was", "as", "to", "will", "at"})
 _READBACK_LEAD = _rx(
     r"\b(i|we) (have |will |just |am |are )?(have|got|recorded|noted|entered|updated|changed|"
     r"corrected|put|saved|set|logged|captured|listed|marked|wrote|written|took|taken|"

@@ -732,6 +732,12 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
      "fluid is P one.", [("inform", None)]),
     ("apexv1_102", "Read me the lockout tag number, and tell me whether the try-start showed "
      "zero energy.", [("ask", "lockout_tag"), ("ask", "isolation_verified")]),
+    # a field "at" a value ("first failure at one fifty"); "I've got you down as" records
+    ("apexv1_114", "So first failure at one fifty, and the customer called at three fifteen.",
+     [("summarize", None), ("read_back", "first_failure_time"),
+      ("read_back", "customer_report_time")]),
+    ("apexv1_041", "I've got you down as Gloria Haynes, H, A, Y, N, E, S.",
+     [("read_back", "requester_name")]),
     # a status or the next step beside a restated value is information too
     ("apexv1_001", "Your premium is two twenty-five a month and I've marked the form ready.",
      [("read_back", "monthly_premium"), ("inform", None)]),
