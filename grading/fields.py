@@ -1071,7 +1071,47 @@ def value_in_text(
         email = _email_in_text(value, text)
         if email != "absent":
             return email
+    clock = _CLOCK_VALUE.fullmatch(_as_text(value).strip())
+    if clock is not None:
+        times = _times_in_text(text)
+        if not times:
+            return "absent"
+        hour, minute = int(clock.group(1)) % 12, int(clock.group(2) or 0)
+        return "match" if (hour, minute) in times else "mismatch"
     return _tokens_in_text(value, text, restatement)
+
+
+_CLOCK_VALUE = re.compile(r"(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)", re.IGNORECASE)
+"""A time of day as a value ("1:50 PM", "9 AM")."""
+
+
+def _times_in_text(text: str) -> set[tuple[int, int]]:
+    """Times of day said in ``text`` as (hour on a 12-hour clock, minute): "1:50", "one
+    fifty", "two oh five PM", "three o'clock", "nine am". A listener who knows the time of day
+    hears "one fifty" as 1:50 PM, so morning and afternoon are not told apart."""
+    said = _words_to_digits(text)
+    out: set[tuple[int, int]] = set()
+    for m in re.finditer(r"\b(\d{1,2}):(\d{2})\b", said):
+        out.add((int(m.group(1)) % 12, int(m.group(2))))
+    for m in re.finditer(r"(?<![\d:])\b(\d{1,2}) (?:0 (\d)|(\d{2}))\b(?! ?\d)", said):
+        hour = int(m.group(1))
+        minute = int(m.group(2) or m.group(3))
+        if 1 <= hour <= 12 and minute < 60:
+            out.add((hour % 12, minute))
+    for m in re.finditer(r"(?<!\d\s)(?<![\d:])\b(\d{1,2}) ?(?:o'?clock|[ap]\.?m\b\.?|in the "
+                         r"(?:morning|afternoon|evening))", said, re.IGNORECASE):
+        hour = int(m.group(1))
+        if 1 <= hour <= 12:
+            out.add((hour % 12, 0))
+    for m in re.finditer(r"\b(half|quarter) (past|after|to) (\d{1,2})\b", said, re.IGNORECASE):
+        hour, minute = int(m.group(3)), 30 if m.group(1).lower() == "half" else 15
+        if m.group(2).lower() == "to":
+            hour, minute = hour - 1, 60 - minute
+        if 0 <= hour <= 12:
+            out.add((hour % 12, minute))
+    if re.search(r"\b(noon|midday)\b", said, re.IGNORECASE):
+        out.add((0, 0))
+    return out
 
 
 EMAIL_SAID = re.compile(

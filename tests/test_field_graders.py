@@ -758,3 +758,23 @@ def test_every_email_the_callers_say_is_their_email() -> None:
                 assert any(value_in_text("exact", e, r.text) == "match" for e in emails), (
                     task.id, r.id, r.text)
     assert checked >= 8
+
+
+@pytest.mark.parametrize(("value", "text", "found"), [
+    # a time of day said as a listener who knows the time of day hears it
+    ("1:50 PM", "So first failure at one fifty.", "match"),
+    ("1:50 PM", "first failure at one fifty, and the customer called at three fifteen",
+     "match"),
+    ("3:15 PM", "first failure at one fifty, and the customer called at three fifty",
+     "mismatch"),
+    ("2:05 PM", "two oh five pm", "match"),
+    ("2:05 PM", "at 2:05 PM", "match"),
+    ("2:05 PM", "the first one was five", "absent"),  # no time said
+    ("9:00 AM", "the eleventh at nine in the morning", "match"),
+    ("1:45 PM", "quarter to two", "match"),
+    ("1:30 PM", "half past one", "match"),
+    ("1:50 PM", "twelve hundred records", "absent"),
+    ("1:58 PM", "one fifty", "mismatch"),
+])
+def test_times_of_day(value: str, text: str, found: str) -> None:
+    assert value_in_text("semantic", value, text, restatement=True) == found
