@@ -56,8 +56,8 @@ def test_labels_name_real_fields_and_actions(tasks: dict[str, TaskSpec], tmp_pat
 
 def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]) -> None:
     """A regression floor on the development split, a little under what bench_observer printed
-    for the rules of 2026-12-02 (seventh session; 4,416 turns, dev-6..10 included): macro F1
-    0.931, approval P 1.000, R 0.987, ask(field) F1 0.881, restate(field) F1 0.881."""
+    for the rules of 2026-12-03 (eighth session; 4,896 turns, dev-6..11 included): macro F1
+    0.935, approval P 1.000, R 0.987, ask(field) F1 0.895, restate(field) F1 0.898."""
     observers = {t: SemanticActObserver(task) for t, task in tasks.items()}
 
     def observe(task: TaskSpec, text: str) -> list[PredictedAct]:
@@ -65,11 +65,11 @@ def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]
                 for a in observers[task.id].observe(text)]
 
     result = score(load_split("dev", tasks), observe)
-    assert result.macro_f1 >= 0.92
+    assert result.macro_f1 >= 0.93
     assert (result.approval.precision or 0) >= 0.99
     assert (result.approval.recall or 0) >= 0.98
-    assert (result.ask_field.f1 or 0) >= 0.87
-    assert (result.restate_field.f1 or 0) >= 0.87
+    assert (result.ask_field.f1 or 0) >= 0.89
+    assert (result.restate_field.f1 or 0) >= 0.89
 
 
 def test_blind_annotations_cover_the_held_out_split(tasks: dict[str, TaskSpec]) -> None:
