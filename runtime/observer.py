@@ -345,7 +345,8 @@ _DAY_WORD = re.compile(r"^(\d{1,2}(st|nd|rd|th)?|first|second|third|\w+(th|teent
 _HEAD_TAG = re.compile(r",\s*(yes|right|correct|yeah|yep)\s*$", re.IGNORECASE)
 """A restatement's tag before the next question in one sentence."""
 _EXTRA_SENT = re.compile(r"\b(a copy|copies|sent|emailed|texted|mailed|forwarded)\b.*\b(as well|"
-                         r"too|also)$|\ba copy of\b")
+                         r"too|also)$|\ba copy of\b|\b(sent|emailed|texted|mailed|forwarded) "
+                         r"(to|over to) (you|your (inbox|email|phone))\b")
 """Something sent to the caller besides the work: an extra offered."""
 _NEWS_CLAUSE = _rx(
     r"^(i have |i|we have |we )(just )?(marked|set|flagged) (it|this|the \w+|your \w+)( as)? "
@@ -363,6 +364,9 @@ _AGENT_LOOKUP = re.compile(
 request is made ("Before I look at the policy, give me your employee ID.")."""
 _MOMENT_ASKED = re.compile(
     r"\b(give|bear with) me (just )?(one |a )?(second|sec|moment|minute|mo)\b")
+_HOLD_THANKS = re.compile(r"^(ok |okay |right |alright )?(thanks|thank you) (so much |very much )?"
+                          r"for (holding|waiting|your patience|bearing with me)")
+"""Thanks for waiting, mid-call: a pleasantry before the news it introduces."""
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -541,7 +545,7 @@ _BARE_PERMISSION = frozenset({
 
 _OFFER = _rx(
     r"^(are you )?(happy|ok|ready|fine|good) for (me|us) to\b",
-    r"\b(would|do|did) you (like|want|need) (me|us) to\b",
+    r"\b(would|do|did) you (also |maybe )?(like|want|need) (me|us) to\b",
     r"^(you )?want me to\b",
     r"\b(shall|should|can|could|may) (i|we) (also |just |quickly |go ahead and |maybe )?"
     r"(?!(get|have|ask|grab|take|know|confirm|verify|double|start|go over|run through|"
@@ -724,6 +728,12 @@ _SMALL_TALK = _rx(
     r"hydrated)\b",
     r"^(that )?sounds? (lovely|fun|wonderful|amazing|exciting|like fun|like a lovely)\b",
     r"\bsounds like a (lively|busy|full|fun|lovely|big|long) (house|day|week|morning|trip)\b",
+    # "Anywhere fun?", "Hot one out there today?", "you keeping hydrated?"
+    r"^(and |so )?(going )?(anywhere|somewhere) (nice|fun|special|exciting|warm)\b",
+    r"\b(hot|cold|warm|wet|long) one (out there )?today\b",
+    r"\b(you|are you) keeping (cool|warm|hydrated|dry)\b",
+    r"^(so |and )?how was [a-z]+( \w+)?(, apart from| apart from|$)",
+    r"^(so |and )?how did it go\b",
 )
 _PRO_FORM = _rx(r"\b(do|go ahead with|proceed with|go ahead and do) (that|it|this)\b")
 """Leave asked for what the previous sentence said: "Is it alright if I do that now?"."""
@@ -1822,6 +1832,12 @@ class SemanticActObserver:
             not question and (_GREET_STATEMENT.search(c.joined) or (
                 not c.previous and self._desk_intro(c.text, c.text)))
         ):
+            held = _HOLD_THANKS.match(c.joined)
+            if held and len(c.words) - len(held.group(0).split()) >= 4:
+                # "Thanks for holding, the check came back with no matches.": the news after
+                # the thanks is what the sentence says
+                return self._classify(_Clause.of(
+                    c.text, c.words[len(held.group(0).split()):], question, c.previous))
             if self._caller_name and _WHO_IS_CALLING.search(c.joined):
                 # "Thanks for calling ..., who do I have the pleasure of speaking with?"
                 return [Act(act="greet", text=c.text),
@@ -1858,6 +1874,11 @@ class SemanticActObserver:
 
         if _ANNOUNCE_STEP.search(c.led):
             return [Act(act="inform", text=c.text)]  # "Let me check the routing guide ..."
+        if (not question and c.text.rstrip().endswith("!") and not fields and not stated
+                and len(c.words) <= 14 and not _NEWS.search(c.text)
+                and not _STATUS_NEWS.search(c.joined) and not _ACK.match(c.joined)
+                and not self._recap_fields(c.text, named=False)):
+            return [Act(act="greet", text=c.text)]  # "Glad the webinar was useful!"
         if fields and not stated and self._field_named_next(c):
             return self._field_acts("ask", fields, c.text)  # "And then the due date, ..."
         readback = self._readback_fields(c, fields)

@@ -738,6 +738,21 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
       ("read_back", "customer_report_time")]),
     ("apexv1_041", "I've got you down as Gloria Haynes, H, A, Y, N, E, S.",
      [("read_back", "requester_name")]),
+    # small talk: asking after the caller's plans, day or trip; an exclamation that states
+    # nothing of the task's
+    ("apexv1_070", "Family trip, nice. Anywhere fun?", [("read_back", "reason"), ("greet", None)]),
+    ("apexv1_102", "Hot one out there today, you keeping hydrated?", [("greet", None)]),
+    ("apexv1_082", "So how was Milwaukee, apart from the hotel bill?", [("greet", None)]),
+    ("apexv1_030", "Glad the webinar was useful!", [("greet", None)]),
+    ("apexv1_070", "It's been submitted!", [("inform", None)]),
+    # extras: "would you also like me to ...", a package sent to the caller's inbox
+    ("apexv1_030", "Would you also like me to include our standard engagement terms, so your "
+     "CFO can see how fixed fees are invoiced?", [("offer", None)]),
+    ("apexv1_030", "Do you want the follow-up package sent to your inbox right away?",
+     [("offer", None)]),
+    # mid-call thanks for waiting before news: the news is what is said
+    ("apexv1_032", "Thanks for holding, the check came back with no matches.",
+     [("inform", None)]),
     # a status or the next step beside a restated value is information too
     ("apexv1_001", "Your premium is two twenty-five a month and I've marked the form ready.",
      [("read_back", "monthly_premium"), ("inform", None)]),
