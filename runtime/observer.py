@@ -367,6 +367,8 @@ _MOMENT_ASKED = re.compile(
 _HOLD_THANKS = re.compile(r"^(ok |okay |right |alright )?(thanks|thank you) (so much |very much )?"
                           r"for (holding|waiting|your patience|bearing with me)")
 """Thanks for waiting, mid-call: a pleasantry before the news it introduces."""
+_LAST_FOUR = re.compile(r"\blast (four|4|two|2)( digits| numbers)?\b", re.IGNORECASE)
+""""the last four of the card": a field's name, no value."""
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
@@ -464,6 +466,9 @@ _CONFIRM = _rx(
     r"^(anything|something) (off|wrong|missing|i missed|i got wrong|to fix)( there| here| in "
     r"there)?$",
     r"^(is )?(that |it )?all (correct|good|right|ok|okay|accurate)$",  # "All correct?"
+    # "Did I catch all the names?", "Everything line up with what you've got?"
+    r"^(and |so )?did i (catch|get|miss) (all|everything|every|both|any)( \w+){0,3}$",
+    r"^(does )?(everything|it all|that all|all of that) (line|lines) up\b",
     r"^(is that|that is|is this) (everything|the lot|all of (it|them))$",
     r"\bsound(s)? right to you$",
     r"\b(does|do|did) (what|the rest|everything|any of)\b.*\b(match|matches|look right|sound "
@@ -2214,7 +2219,7 @@ class SemanticActObserver:
         spec = self._specs.get(key)
         if spec is None:
             return False
-        masked = _ORDINAL_ONE.sub(" ", _mask_phones(text))
+        masked = _LAST_FOUR.sub(" ", _ORDINAL_ONE.sub(" ", _mask_phones(text)))
         if spec.grader == "normalized_phone":
             return len(re.sub(r"\D", "", _words_to_digits_text(text))) >= 7
         if spec.grader == "normalized_date":

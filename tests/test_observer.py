@@ -750,6 +750,11 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
      "CFO can see how fixed fees are invoiced?", [("offer", None)]),
     ("apexv1_030", "Do you want the follow-up package sent to your inbox right away?",
      [("offer", None)]),
+    # "the last four of the card" names a field and says no value; value-less checks
+    ("apexv1_051", "And the last four of the card that was charged?",
+     [("ask", "card_last_four")]),
+    ("apexv1_100", "Did I catch all the names?", [("confirm", None)]),
+    ("apexv1_076", "Everything line up with what you've got on your side?", [("confirm", None)]),
     # mid-call thanks for waiting before news: the news is what is said
     ("apexv1_032", "Thanks for holding, the check came back with no matches.",
      [("inform", None)]),
