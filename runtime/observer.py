@@ -598,12 +598,12 @@ _HELP_TAG = _rx(
 """A question that only asks whether the agent's suggestion would help ("Would that help?")."""
 _I_CAN = _rx(r"\b(i|we) (can|could) (also |even |quickly )?[a-z]+\b")
 _SOURCE_REPORT = _rx(
-    r"\b(the|our|your|this|that) (current |new |old |\d+ )?(policy|policies|guide|spec|"
+    r"\b(the|our|your|this|that) (current |new |old |\d+ )?(\w+ )?(policy|policies|guide|spec|"
     r"specification|rules?|catalogue|catalog|price book|standard|procedures?|handbook|checklist"
     r"|routing guide|rate card|register|scorecard)( \w+)? (says|say|gives|give|has|have|lists|"
     r"list|sets|set|states|allows|allow|puts|put|shows|show|recommends|recommend|requires|"
     r"require|is|are)\b",
-    r"\b(according to|per|under|in|from|by) (the|our|your) (current |\d+ )?(\w+ )?(policy|"
+    r"\b(according to|per|under|in|from|by) (the|our|your) (current |\d+ )?(\w+ ){0,2}(policy|"
     r"guide|spec|specification|rules?|catalogue|catalog|price book|standard|procedures?|"
     r"handbook|checklist|routing guide|rate card)\b",
     r"^(i|we) (have )?found (it|that|the|this)\b",
@@ -613,6 +613,7 @@ _SOURCE_REPORT = _rx(
     r"rules|catalogue|catalog|price book|standard|procedures|handbook|checklist|rate card|"
     r"register|scorecard|records|system|knowledge base)\b",
     r"^(okay |ok |right |alright )?(found it|here it is|here we go|it came back)$",
+    r"^(okay |ok |right |so |alright )*here it is\b",
 )
 """A statement that reports what a document says ("the policy gives ...", "according to
 the price book ..."), or a lookup's announcement before the report ("Found it.")."""

@@ -755,6 +755,11 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
      [("ask", "card_last_four")]),
     ("apexv1_100", "Did I catch all the names?", [("confirm", None)]),
     ("apexv1_076", "Everything line up with what you've got on your side?", [("confirm", None)]),
+    # a document named with a word before it ("the fee policy says", "from the leave
+    # administration rules") reports what it says
+    ("apexv1_087", "And then from the leave administration rules, after the paid leave you can "
+     "add up to ten weeks unpaid, and you need to give at least sixty days notice.",
+     [("inform", None)]),
     # mid-call thanks for waiting before news: the news is what is said
     ("apexv1_032", "Thanks for holding, the check came back with no matches.",
      [("inform", None)]),
