@@ -309,12 +309,16 @@ _REQUEST_NOT_BY_LEAD = _rx(
 _REQUEST = _rx(_REQUEST_NOT_BY_LEAD.pattern, _REQUEST_BY_LEAD.pattern)
 """Request forms that make a statement ask for a field ("I'll need your employee ID.")."""
 
+_HOW_CAN_I_HELP = _rx(
+    r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
+    r"\bwhat can (i|we) (do|help)( you)? (for|with)\b",
+)
+"""The desk's opening question: it asks what the caller needs, never leave to act."""
 _GREET = _rx(
     r"^(hello|hi|hey|hiya|howdy|greetings|good (morning|afternoon|evening|day)|welcome)\b",
     r"^(thanks|thank you) (so much |very much )?for (calling|reaching out|contacting|"
     r"holding|joining|getting in touch)\b",
-    r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
-    r"\bwhat can (i|we) (do|help)( you)? (for|with)\b",
+    _HOW_CAN_I_HELP.pattern,
     r"\bhow are you( doing)?( today| this (morning|afternoon|evening))?$",
     # the desk's opening question, "how can I help?" in other words
     r"^(so |and )?(what (have|has) (you|we) got for (me|us)|what seems to be the (problem|"
@@ -370,11 +374,6 @@ _HOLD_THANKS = re.compile(r"^(ok |okay |right |alright )?(thanks|thank you) (so 
 _LAST_FOUR = re.compile(r"\blast (four|4|two|2)( digits| numbers)?\b", re.IGNORECASE)
 """"the last four of the card": a field's name, no value."""
 _PREPOSITIONS = frozenset({"on", "by", "in", "at", "for", "from", "to", "until", "since"})
-_HOW_CAN_I_HELP = _rx(
-    r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
-    r"\bwhat can (i|we) (do|help)( you)? (for|with)\b",
-)
-"""The desk's opening question: it asks what the caller needs, never leave to act."""
 _GREET_STATEMENT = _rx(
     r"^(you have reached|this is|my name is|i am \w+ (from|with|at|on))\b",
     r"\b(welcome to|thanks for calling|thank you for calling)\b",
@@ -1897,7 +1896,7 @@ class SemanticActObserver:
                         if k not in self._instructed or k in fields or recorded]
             # (not "It's booked": news)
             readback += [k for k in self._small_values_said(c) if k not in readback]  # "4 people"
-            if not readback and (len(_value_words(c.words)) <= 6 or _RECORDED.search(c.joined)):
+            if not readback and (len(_value_words(c.words)) <= 6 or recorded):
                 readback = self._near_value_field(c.text)  # "I'll put it down as one fifty-eight"
         if readback and not question and self._offers_alternatives(c):
             return [Act(act="inform", text=c.text)]
