@@ -7,6 +7,10 @@ the held-out figures. The development split is the one the rules were tuned on; 
 split was written by others and is never tuned on.
 
     .venv/bin/python bench/bench_observer.py [--errors dev]   # list dev-split misses only
+    .venv/bin/python bench/bench_observer.py --rules-only     # without the act model
+
+The act model (runtime/act_model.py) is trained on the development split without its
+validation writers, so its development figures on the other writers are in-sample.
 """
 
 from __future__ import annotations
@@ -15,14 +19,16 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from runtime.observer import SemanticActObserver
+from runtime.observer import Act, SemanticActObserver
 from runtime.observer_eval import (
     ACTS,
     PRF,
+    VALIDATION_WRITERS,
     PredictedAct,
     Score,
     Split,
@@ -46,8 +52,8 @@ def _row(name: str, s: PRF) -> str:
             f"   (tp {s.tp}, fp {s.fp}, fn {s.fn})")
 
 
-def _readback(items: list[tuple[TaskSpec, object]], observers: dict[str, SemanticActObserver],
-              ) -> tuple[int, int, int, int]:
+def _readback(items: list[tuple[TaskSpec, object]],
+              observe: Callable[[TaskSpec, str], list[Act]]) -> tuple[int, int, int, int]:
     """The caller's check of labelled restatements: (right, wrong) on value_ok true items
     (a 'mismatch' on a right value is a false correction) and on value_ok false items (a
     'match' is a wrong confirmation; 'unknown' is a miss)."""
@@ -60,7 +66,7 @@ def _readback(items: list[tuple[TaskSpec, object]], observers: dict[str, Semanti
             policies[task.id] = RevealPolicy(task)
             policies[task.id].spoken.extend(p.id for p in task.plans)
         policy = policies[task.id]
-        acts = observers[task.id].observe(item.text)  # type: ignore[attr-defined]
+        acts = observe(task, item.text)  # type: ignore[attr-defined]
         for label in item.acts:  # type: ignore[attr-defined]
             if label.value_ok is None or label.field is None:
                 continue
@@ -78,10 +84,6 @@ def _readback(items: list[tuple[TaskSpec, object]], observers: dict[str, Semanti
     return ok_right, ok_wrong, bad_right, bad_wrong
 
 
-VALIDATION_WRITERS = ("dev-5", "dev-10")
-"""Development writers (by id prefix: dev-10a..c are "dev-10") whose turns are never read one
-by one (only these totals are printed): smaller held-out checks for rule changes
-(docs/observer_corpus.md)."""
 
 
 def _writer_items(split: Split, writer: str) -> set[str]:
@@ -94,7 +96,7 @@ def _writer_items(split: Split, writer: str) -> set[str]:
 
 
 def report(split: Split, tasks: dict[str, TaskSpec], show_errors: bool,
-           writer: str | None = None) -> Score:
+           writer: str | None = None, rules_only: bool = False) -> Score:
     items = load_split(split, tasks)
     if writer is not None:
         ids = _writer_items(split, writer)
@@ -102,9 +104,13 @@ def report(split: Split, tasks: dict[str, TaskSpec], show_errors: bool,
         show_errors = False  # never listed
     observers = {t.id: SemanticActObserver(t) for t in tasks.values()}
 
+    def acts(task: TaskSpec, text: str) -> list[Act]:
+        o = observers[task.id]
+        return o.observe_rules(text) if rules_only else o.observe(text)
+
     def observe(task: TaskSpec, text: str) -> list[PredictedAct]:
         return [PredictedAct(act=a.act, field=a.field, action=a.action)
-                for a in observers[task.id].observe(text)]
+                for a in acts(task, text)]
 
     t0 = time.perf_counter()
     result = score(items, observe)
@@ -119,7 +125,7 @@ def report(split: Split, tasks: dict[str, TaskSpec], show_errors: bool,
     print(_row("approval(action)", result.approval))
     print(_row("ask(field)", result.ask_field))
     print(_row("restate(field)", result.restate_field))
-    right, false_fix, caught, false_yes = _readback(items, observers)  # type: ignore[arg-type]
+    right, false_fix, caught, false_yes = _readback(items, acts)  # type: ignore[arg-type]
     print(f"  read-back check: right values confirmed {right}, wrongly corrected {false_fix}; "
           f"wrong values corrected {caught}, wrongly confirmed {false_yes}")
     if show_errors:
@@ -158,6 +164,8 @@ def agreement(tasks: dict[str, TaskSpec]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rules-only", action="store_true",
+                        help="score the observer's rules without the act model")
     parser.add_argument("--errors", choices=["dev"],
                         help="list the misses of the dev split (never those of the validation "
                              "writers dev-5 and dev-10); prints "
@@ -167,13 +175,17 @@ def main() -> int:
     print(f"bench_observer: load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
           f"{os.cpu_count()} cores")
     tasks = {t.id: t for t in load_tasks([default_tasks_dir()])}
-    report("dev", tasks, args.errors == "dev")
+    only = args.rules_only
+    print("observer: " + ("rules alone (--rules-only)" if only else "rules + act model "
+                          "(its development figures are in-sample but for the validation "
+                          "writers)"))
+    report("dev", tasks, args.errors == "dev", rules_only=only)
     if args.errors:
         print("\n(--errors: the validation writers' and held-out figures are not computed)")
         return 0
     for writer in VALIDATION_WRITERS:
-        report("dev", tasks, False, writer=writer)
-    held = report("heldout", tasks, False)
+        report("dev", tasks, False, writer=writer, rules_only=only)
+    held = report("heldout", tasks, False, rules_only=only)
     a = held.approval
     print("\n== held-out against the targets")
     print(f"  macro F1 {held.macro_f1:.3f} (target >= {TARGETS['macro_f1']})")

@@ -40,8 +40,9 @@ from grading.fields import (
     value_in_text,
 )
 from grading.fields import spelled_out as _words_to_digits_text
+from runtime.act_model import load_model as load_act_model
 from runtime.memo import remember
-from runtime.spec import AuthorizationRule, FieldSpec, TaskSpec
+from runtime.spec import AuthorizationRule, FieldSpec, TaskSpec, TriggerProposal
 from runtime.text import stem
 
 ActName = Literal[
@@ -814,6 +815,11 @@ _READY_LEAD_IN = _rx(
     r"need|everything (we|i) need|we need))\b",
 )
 """A sentence that only says the record is complete, before the proposal that follows it."""
+_RECAP_WORDS = _rx(
+    r"\b(summar\w*|recap\w*|sum(ming)? (it |that |this |everything )?up)\b",
+)
+"""A recap said in so many words ("To summarize, ...", "Quick recap:"): the act model never
+takes it away."""
 _RECAP_INTRO = _rx(
     r"^(ok |okay |right |so |alright |all right |great |perfect )*(here is|here are|this is|"
     r"let me (just )?(run|go|read|recap|walk)|from the top|(let us|let me) (recap|review)|"
@@ -1284,6 +1290,10 @@ class SemanticActObserver:
     """Rule-based mapping of an agent turn to semantic acts, compiled for one task."""
 
     def __init__(self, task: TaskSpec) -> None:
+        self._negotiated = frozenset(p.when.field for p in task.plans
+                                     if isinstance(p.when, TriggerProposal))
+        """Fields the caller weighs proposals for (the act model keeps information naming
+        them)."""
         phrases: dict[tuple[str, ...], tuple[list[FieldKey], bool]] = {}
         for artifact in task.artifacts:
             for f in artifact.fields:
@@ -1423,9 +1433,42 @@ class SemanticActObserver:
         """The semantic acts of one agent turn, in sentence order. A turn that restates two
         or more fields is also a summary. A pure function of the transcript (acts are
         frozen): remembered per observer, so a script's repeats are read once."""
-        acts: tuple[Act, ...] = remember(self._observed_memo, transcript,
-                                         lambda: tuple(self._observe(transcript)), _MEMO_MAX)
+        acts: tuple[Act, ...] = remember(
+            self._observed_memo, transcript,
+            lambda: tuple(self._revised(transcript, self._observe(transcript))), _MEMO_MAX)
         return list(acts)
+
+    def observe_rules(self, transcript: str) -> list[Act]:
+        """The acts of the rules alone, before the act model's second opinion (what the model
+        is trained on)."""
+        return self._observe(transcript)
+
+    def _revised(self, transcript: str, acts: list[Act]) -> list[Act]:
+        """The act model's second opinion on recaps and information (runtime/act_model.py):
+        it may take a recap away, and add or take away information, except information that
+        names a negotiated field (the caller weighs the proposal in it)."""
+        rules = acts
+        decision = load_act_model().decide(transcript, [(a.act, a.field) for a in acts])
+        if not decision["summarize"] and not any(
+                _RECAP_WORDS.search(" ".join(_words(s))) for s in split_sentences(transcript)):
+            acts = [a for a in acts if a.act != "summarize"]  # a recap it announces stays
+        informs = [a for a in acts if a.act == "inform"]
+        if not decision["inform"] and informs:
+            acts = [a for a in acts if a.act != "inform" or any(
+                name in self._negotiated for _art, name in self.fields_in(a.text))]
+        elif decision["inform"] and not informs:
+            sentences = split_sentences(transcript) or [transcript]
+
+            def place(a: Act) -> int:  # the sentence an act came from
+                return next((i for i, s in enumerate(sentences)
+                             if a.text in s or s in a.text), len(sentences))
+
+            spoken = {place(a) for a in acts}
+            bare = next((i for i in range(len(sentences)) if i not in spoken),
+                        len(sentences) - 1)
+            at = next((k for k, a in enumerate(acts) if place(a) > bare), len(acts))
+            acts = [*acts[:at], Act(act="inform", text=sentences[bare]), *acts[at:]]
+        return acts or rules  # never a turn without acts
 
     def _observe(self, transcript: str) -> list[Act]:
         acts: list[Act] = []

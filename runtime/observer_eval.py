@@ -30,6 +30,16 @@ ACTS = (
     "close",
 )
 """The act ontology the corpus is labelled with (docs/observer_corpus.md)."""
+VALIDATION_WRITERS = ("dev-5", "dev-10")
+"""Development writers (by id prefix: dev-10a..c are "dev-10") whose turns are never read one
+by one (only their totals are printed) nor trained on: smaller held-out checks for rule
+changes (docs/observer_corpus.md)."""
+
+
+def is_validation_writer(writer: str) -> bool:
+    """``writer`` is one of :data:`VALIDATION_WRITERS` or one of its lettered writers."""
+    return any(writer == w or (writer.startswith(w) and writer[len(w):].isalpha())
+               for w in VALIDATION_WRITERS)
 
 
 class LabelledAct(BaseModel):

@@ -626,9 +626,10 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
     # what a document says is information; what the agent recorded from it is a read-back
     ("apexv1_087", "I've looked it up, and the current policy gives sixteen weeks of paid "
      "leave.", [("inform", None)]),
-    # ... but a value the caller gave, said in it, is restated (the caller checks it)
+    # ... but a value the caller gave, said in it, is restated (the caller checks it); the
+    # act model (runtime/act_model.py) hears the policy fact around it as information too
     ("apexv1_087", "I've looked it up, and the current policy gives birth parents sixteen "
-     "weeks of paid leave.", [("read_back", "leave_type")]),
+     "weeks of paid leave.", [("read_back", "leave_type"), ("inform", None)]),
     ("apexv1_087", "I've put sixteen weeks of paid leave on the memo.",
      [("read_back", "paid_weeks")]),
 ])
@@ -687,8 +688,9 @@ def test_rules_of_the_seventh_round(task_id: str, text: str,
     ("apexv1_076", "I think that covers everything, so, um, should I go ahead and place it?",
      [("request_approval", "commit:order_1")]),
     # an amount a digit or two off another field's value is that field's only when named
+    # (and the policy fact is information: the act model's opinion)
     ("apexv1_001", "Because you picked the HDHP, you can put up to eighty-three hundred "
-     "dollars a year into the HSA.", [("read_back", "medical_plan")]),
+     "dollars a year into the HSA.", [("read_back", "medical_plan"), ("inform", None)]),
     ("apexv1_030", "Noted, about two hundred and fourteen million in revenue.",
      [("read_back", "annual_revenue")]),
     # "to make sure ..." before a question that asks a value is why the agent asks
