@@ -267,8 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     examples = training_examples()
     if args == ["train"]:
         model = train(examples)
-        MODEL_PATH.write_text(json.dumps(model.to_json(), separators=(",", ":")) + "\n",
-                              encoding="utf-8")
+        # one feature or weight per line: a retrained model's diff shows what moved
+        MODEL_PATH.write_text(json.dumps(model.to_json(), indent=0) + "\n", encoding="utf-8")
         print(f"{MODEL_PATH}: {len(model.index)} features, {len(examples)} turns")
         return 0
     problems = check(load_model(), examples)

@@ -296,6 +296,7 @@ _REQUEST_NOT_BY_LEAD = _rx(
     # "Before I dig in, give me your name", "Read me the tag number"
     r"\b(tell|give|read) me (your|the|a|an|what|whether|if|how|who|when|where|which)\b",
     r"^(let me|let us) (get|grab|have|take|start with|move on to|turn to|go to|do)\b",
+    r"(?<!\beverything )(?<!\ball )(?<!\bwhat )"
     r"\b(i|we) (will |would |also |just |still |now |then |first |next )*(need|require)\b",
     r"\bi would (like|love) (to (get|have|know|ask|take) )?your\b",
     r"^(moving|turning) on to\b",
@@ -313,6 +314,7 @@ _REQUEST = _rx(_REQUEST_NOT_BY_LEAD.pattern, _REQUEST_BY_LEAD.pattern)
 _HOW_CAN_I_HELP = _rx(
     r"\bhow (can|may|could|might|shall) (i|we) (help|assist|be of (help|service|assistance))\b",
     r"\bwhat can (i|we) (do|help)( you)? (for|with)\b",
+    r"\bwhat (have you got|do you have) for (me|us)( today)?$",  # "..., what have you got for me?"
 )
 """The desk's opening question: it asks what the caller needs, never leave to act."""
 _GREET = _rx(
@@ -465,6 +467,9 @@ _CONFIRM = _rx(
     r"|look|looks) (right|correct|good|ok|accurate)( to you)?$",
     r"^(anything|something) (off|wrong|missing|i missed|i got wrong|to fix)( there| here| in "
     r"there)?$",
+    # "Anything else look off to you?", "Everything else look okay so far?"
+    r"^(and |so )?(anything|everything|something) else (look|looks|seem|seems|sound|sounds) "
+    r"(off|wrong|right|ok|okay|good|correct|fine)\b",
     r"^(is )?(that |it )?all (correct|good|right|ok|okay|accurate)$",  # "All correct?"
     # "Did I catch all the names?", "Everything line up with what you've got?"
     r"^(and |so )?did i (catch|get|miss) (all|everything|every|both|any)( \w+){0,3}$",
@@ -552,6 +557,7 @@ _OFFER = _rx(
     r"^(are you )?(happy|ok|ready|fine|good) for (me|us) to\b",
     r"\b(would|do|did) you (also |maybe )?(like|want|need) (me|us) to\b",
     r"^(you )?want me to\b",
+    r"(?<!\bwhat )(?<!\bwho )(?<!\bwhich )(?<!\bhow )(?<!\bwhere )(?<!\bwhen )"
     r"\b(shall|should|can|could|may) (i|we) (also |just |quickly |go ahead and |maybe )?"
     r"(?!(get|have|ask|grab|take|know|confirm|verify|double|start|go over|run through|"
     r"read|repeat|clarify|put you down|note|jot|write down|record|just confirm|also get|"
@@ -566,7 +572,8 @@ _OFFER = _rx(
     r"\b(would|do) you (like|want) (our|my|to (hear|see|try|take a look)\b)",
     r"\bhappy to [a-z]+ .*\bif you\b",
     r"\bdo you want (a|an) (copy|confirmation|reminder|email|text|receipt)\b",
-    r"\bwould it help (if|for) (i|me|us|we)\b",
+    r"\bwould it (help|be (useful|helpful|handy|easier)) (if|for) (i|me|us|we)\b",
+    r"\bwould it be (ok|all right|alright|fine) (if|for) (i|me|us|we)\b",
     r"\bwould (a|an|the|some) .+ be (useful|helpful|handy)\b",
     r"\b(do you )?want me to$",
     r"^(you )?want (a|an|the|some|any|me|us|my|our)\b",  # "Want an email confirmation?"
@@ -617,10 +624,15 @@ _SOURCE_REPORT = _rx(
 )
 """A statement that reports what a document says ("the policy gives ...", "according to
 the price book ..."), or a lookup's announcement before the report ("Found it.")."""
+_NOT_HYPOTHETICAL = (r"(?<!\bif )(?<!\bwhen )(?<!\bonce )(?<!\bshall )(?<!\bshould )"
+                     r"(?<!\bcould )(?<!\bcan )(?<!\bmay )(?<!\bwould )(?<!\bbefore )")
+"""Not after "if", "when", "shall", ...: "Would it help if I put a hold in for the next
+review?" records nothing."""
 _RECORDED = _rx(
-    r"\b(i|we) (have |will |just |am |are )?(recorded|noted|entered|updated|changed|corrected|"
-    r"put|saved|set|logged|captured|listed|marked|wrote|written|registered|filled|putting|"
-    r"listing|logging|marking|noting|recording|entering|updating|setting|adding|added)\b",
+    _NOT_HYPOTHETICAL + r"\b(i|we) (have |will |just |am |are )?(recorded|noted|entered|"
+    r"updated|changed|corrected|put|saved|set|logged|captured|listed|marked|wrote|written|"
+    r"registered|filled|putting|listing|logging|marking|noting|recording|entering|updating|"
+    r"setting|adding|added)\b",
     r"\b(i|we) (have )?(got|have) you (down|listed)\b",  # "I've got you down as Gloria Haynes"
 )
 """The agent says it wrote a value into the record ("I've put sixteen weeks on the memo")."""
@@ -696,7 +708,8 @@ _ASKS_PERMISSION = _rx(
 )
 _CLOSE_QUESTION = _rx(
     r"\b(was there|is there|do you have|have you got|got) anything else\b",
-    r"^(ok |okay |and |so )?anything else\b",
+    r"^(ok |okay |and |so )?anything else\b(?! (look|looks|seem|seems|sound|sounds|stand|"
+    r"stands|jump|jumps|strike|strikes) )",  # "Anything else look off?" checks the record
     r"\bwhat else can (i|we) (do|help)\b",
     r"\b(help|assist) (you )?with anything else\b",
     r"\b(is there )?anything else (i|we) can (help|do|assist)\b",
@@ -939,10 +952,10 @@ def _is_value(word: str) -> bool:
 
 _COPULA = frozenset({"is", "are", "was", "as", "to", "will", "at"})
 _READBACK_LEAD = _rx(
-    r"\b(i|we) (have |will |just |am |are )?(have|got|recorded|noted|entered|updated|changed|"
-    r"corrected|put|saved|set|logged|captured|listed|marked|wrote|written|took|taken|"
-    r"registered|filled|putting|listing|logging|marking|noting|recording|entering|updating|"
-    r"changing|setting|adding|added)\b",
+    _NOT_HYPOTHETICAL + r"\b(i|we) (have |will |just |am |are )?(have|got|recorded|noted|"
+    r"entered|updated|changed|corrected|put|saved|set|logged|captured|listed|marked|wrote|"
+    r"written|took|taken|registered|filled|putting|listing|logging|marking|noting|recording|"
+    r"entering|updating|changing|setting|adding|added)\b",
 )
 """Before a field, with a value after it: "I have your date of birth as ..."."""
 _YOU_SAID = _rx(

@@ -781,6 +781,35 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     assert _summary(_real(task_id).observe(text)) == expected
 
 
+@pytest.mark.parametrize(("task_id", "text", "expected"), [
+    # an extra asked as "would it be alright / helpful if I ...": an offer (no gated action on
+    # this task), even when a field's words follow ("in for the next review")
+    ("apexv1_015", "Would it be alright if I marked your reference as ready for the "
+     "recruiter's review?", [("offer", None)]),
+    ("apexv1_097", "Would it help if I put a calendar hold in for the next review as well?",
+     [("offer", None)]),
+    ("apexv1_001", "Would it be helpful if I emailed you the vision plan comparison as well?",
+     [("offer", None)]),
+    # ... and the gated action asked that way is a request
+    ("apexv1_100", "Would it be alright if I sent it in to finance now?",
+     [("request_approval", "submit:bp_1")]),
+    # "everything I need" requests nothing; "I still need your ..." does
+    ("apexv1_011", "That covers everything I need, would you like me to mark it ready?",
+     [("offer", None)]),
+    ("apexv1_001", "I still need your date of birth.", [("ask", "date_of_birth")]),
+    # a question word before "should I" asks a field
+    ("apexv1_082", "Before I mark this ready, what should I put down as the business purpose "
+     "of the trip?", [("ask", "trip_purpose")]),
+    # "Anything else look off?" checks the record; the desk's "what have you got for me?"
+    ("apexv1_076", "Anything else look off to you?", [("confirm", None)]),
+    ("apexv1_102", "Morning, Tidewater safety desk, you're through to the assistant, what "
+     "have you got for me?", [("greet", None)]),
+])
+def test_rules_of_the_ninth_round(task_id: str, text: str,
+                                  expected: list[tuple[str, str | None]]) -> None:
+    assert _summary(_real(task_id).observe(text)) == expected
+
+
 @pytest.mark.parametrize(("text", "verdict"), [
     ("So that's you and Victor Hale signing off.", "match"),  # "you" is the caller
     ("So that's you and Victor Hall signing off.", "mismatch"),
