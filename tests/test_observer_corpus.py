@@ -57,7 +57,9 @@ def test_labels_name_real_fields_and_actions(tasks: dict[str, TaskSpec], tmp_pat
 def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]) -> None:
     """A regression floor on the development split, a little under what bench_observer printed
     for the rules of 2026-12-03 (eighth session; 4,896 turns, dev-6..11 included): macro F1
-    0.938, approval P 1.000, R 0.987, ask(field) F1 0.896, restate(field) F1 0.898."""
+    0.938, approval P 1.000, R 0.987, ask(field) F1 0.896, restate(field) F1 0.898. (With the
+    act model of the ninth session, trained on most of these turns, the split's macro F1 is
+    in-sample, 0.957 on 5,376 turns; the floor stays the rules'.)"""
     observers = {t: SemanticActObserver(task) for t, task in tasks.items()}
 
     def observe(task: TaskSpec, text: str) -> list[PredictedAct]:
