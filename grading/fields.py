@@ -1005,10 +1005,11 @@ def value_in_text(
     Validity.
 
     ``restatement``: the text restates a value the listener already knows (the caller
-    hearing a read-back), so two shortened forms a listener accepts count as said: a date
-    without its year on the right day ("May thirty-first" for 2024-05-31), and part of a
-    name or free text with nothing said in place of the rest ("Jamie" or "Jamie as
-    beneficiary" for Jamie Reyes, but not "Jamie Rhodes")."""
+    hearing a read-back), so three shortened forms a listener accepts count as said: a date
+    without its year on the right day ("May thirty-first" for 2024-05-31), part of a name or
+    free text with nothing said in place of the rest ("Jamie" or "Jamie as beneficiary" for
+    Jamie Reyes, but not "Jamie Rhodes"), and a phone number's last four digits said alone
+    ("zero one eight six, fixed")."""
     if is_empty(value) or not text.strip():
         return "absent"
     if grader == "normalized_date":
@@ -1033,6 +1034,10 @@ def value_in_text(
         target_phone = canonical_phone(value)
         runs = re.findall(r"\+?\d[\d\s().,-]{5,}\d", _words_to_digits(text))
         phones = {p for p in (canonical_phone(r) for r in runs) if p is not None}
+        tail = re.sub(r"\D", "", _words_to_digits(text))
+        if restatement and target_phone is not None and len(tail) == 4:
+            # a fixed number's last four digits said alone ("Zero one eight six, fixed.")
+            return "match" if target_phone.endswith(tail) else "mismatch"
         if target_phone is None or not phones:
             return "absent"
         return "match" if target_phone in phones else "mismatch"

@@ -326,6 +326,10 @@ _GREET = _rx(
     # the desk's opening question, "how can I help?" in other words
     r"^(so |and )?(what (have|has) (you|we) got for (me|us)|what seems to be the (problem|"
     r"trouble|issue)|what is going on|what is up|what brings you (in|here|to us))( today)?$",
+    # pleasantries: "It is a pleasure to assist you today.", "I appreciate you making time."
+    r"^it is (a|such a|always a) (pleasure|delight) to (assist|help|serve|speak with|talk (to|"
+    r"with)|hear from|meet)\b",
+    r"^(i )?(really |do )?appreciate you (making|taking|finding) (the )?time\b",
 )
 _IF_AGREED = re.compile(
     r"(^|\b(and|so|then|but) )if (so|yes|it is|it all is|they are|that is (all )?(right|correct|ok|"
@@ -401,8 +405,8 @@ _CLOSE = _rx(
     r"\benjoy (the|your) (time off|break|trip|holiday|vacation|leave|weekend|evening)\b",
     r"\bgood luck with\b",
     r"\bhave an? (great|good|nice|wonderful|lovely|fantastic|pleasant|blessed|terrific|"
-    r"excellent|awesome|super) (\w+ )?(day|one|afternoon|evening|weekend|night|rest|week|"
-    r"time)\b",  # "have a great partner day"
+    r"excellent|awesome|super|safe|quiet) (\w+ )?(day|one|afternoon|evening|weekend|night|rest|"
+    r"week|time|shift|trip|flight|holiday|break|quarter)\b",  # "have a great partner day"
     r"\b(good|nice|great|a pleasure) (doing business|working|talking|speaking) with you\b",
     r"\byou are (all )?(set|good to go|done|sorted)\b",
     r"\benjoy (the rest of )?your (day|afternoon|evening|weekend)\b",
@@ -413,6 +417,9 @@ _CLOSE = _rx(
     r"\b(we are|that is) all (done|set)\b",
     r"\buntil next time\b",
     r"\bthis concludes\b",
+    r"\bdrive (safe|safely|carefully)\b",
+    r"\bi wish you an? (good|great|nice|pleasant|productive|lovely|wonderful|safe|quiet) \w+",
+    r"\band (a )?good (evening|night|day|afternoon)$",  # "Thank you, Denise, and good evening."
 )
 
 _SUMMARIZE = _rx(
@@ -559,7 +566,7 @@ _OFFER = _rx(
     r"^(you )?want me to\b",
     r"(?<!\bwhat )(?<!\bwho )(?<!\bwhich )(?<!\bhow )(?<!\bwhere )(?<!\bwhen )"
     r"\b(shall|should|can|could|may) (i|we) (also |just |quickly |go ahead and |maybe )?"
-    r"(?!(get|have|ask|grab|take|know|confirm|verify|double|start|go over|run through|"
+    r"(?!(get|have|ask|request|grab|take|know|confirm|verify|double|start|go over|run through|"
     r"read|repeat|clarify|put you down|note|jot|write down|record|just confirm|also get|"
     r"check that|check your|check if i|see your|help|assist|serve|be of)\b)[a-z]+",
     r"\b(would|do) you (like|want) (a|an|the|some|any|us|them|me|to (get|have|receive))\b",
@@ -594,6 +601,7 @@ _AGENT_ACTS = _rx(
     r"\b(and|so|but) i (can|could) (also )?\b",
     r"\bif (i|we)\b",
     r"\bi (can|could) (also |even )?[a-z]+ you\b",  # "If not, I can call you back later."
+    r"\b(like|want|wish) that (i|we)\b",  # "Would you like that I look up also ..."
 )
 """The agent would do it: "want me to", "shall I", "I could also …", "would it help if I"."""
 _HELP_TAG = _rx(
@@ -1954,6 +1962,8 @@ class SemanticActObserver:
             readback += [k for k in self._small_values_said(c) if k not in readback]  # "4 people"
             if not readback and (len(_value_words(c.words)) <= 6 or recorded):
                 readback = self._near_value_field(c.text)  # "I'll put it down as one fifty-eight"
+        if not readback and not question:
+            readback = self._phone_tail(c.text)  # "Zero one eight six, fixed."
         if readback and not question and self._offers_alternatives(c):
             return [Act(act="inform", text=c.text)]
         if readback and not question:
@@ -2125,6 +2135,26 @@ class SemanticActObserver:
             if self._states_value(spec, vals, said, text):
                 out.append(key)
         return out
+
+    def _phone_tail(self, text: str) -> list[FieldKey]:
+        """A phone number's last four digits said alone, as when a misheard number is fixed
+        ("Zero one eight six, fixed.", "Got it, 0 1 8 7 at the end."): the phone field whose
+        caller value ends in them, or in them with two digits swapped or one misheard, when
+        exactly one field's does and the turn says no other digit."""
+        digits = re.sub(r"\D", "", _words_to_digits_text(text))
+        if len(digits) != 4:
+            return []
+        found: list[FieldKey] = []
+        for key, spec, vals in self._recap_values:
+            if spec.grader != "normalized_phone":
+                continue
+            for v in vals:
+                tail = re.sub(r"\D", "", str(canonical_phone(v) or ""))[-4:]
+                if len(tail) == 4 and (sorted(tail) == sorted(digits) or sum(
+                        a != b for a, b in zip(tail, digits, strict=True)) <= 1):
+                    found.append(key)
+                    break
+        return found if len(found) == 1 else []
 
     def _near_value_field(self, text: str) -> list[FieldKey]:
         """The one field a restatement asked as a question is about when it names no field

@@ -778,3 +778,15 @@ def test_every_email_the_callers_say_is_their_email() -> None:
 ])
 def test_times_of_day(value: str, text: str, found: str) -> None:
     assert value_in_text("semantic", value, text, restatement=True) == found
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("Zero one eight six, fixed.", "match"),
+    ("Got it, 0 1 8 6 at the end.", "match"),
+    ("Zero one six eight, fixed.", "mismatch"),  # two digits swapped: the caller corrects
+    ("Six one seven, five five five, zero one eight six.", "match"),
+])
+def test_a_phone_restated_by_its_last_four_digits(text: str, found: str) -> None:
+    """The caller hearing a fixed number read back by its last four digits compares them with
+    its number's end (grading/fields.py, ``restatement``)."""
+    assert value_in_text("normalized_phone", "+16175550186", text, restatement=True) == found

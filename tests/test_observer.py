@@ -804,6 +804,21 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     ("apexv1_076", "Anything else look off to you?", [("confirm", None)]),
     ("apexv1_102", "Morning, Tidewater safety desk, you're through to the assistant, what "
      "have you got for me?", [("greet", None)]),
+    # after dev-13 and dev-14 were counted: a phone's last four digits said alone restate it
+    # (the caller checks them against its number's end)
+    ("apexv1_010", "Zero one eight six, fixed.", [("read_back", "contact_phone")]),
+    # send-offs: "have a good shift", "drive safely" (even after "thank you for calling"),
+    # "and good evening" at the end; a greeting's "Good evening" stays a greeting
+    ("apexv1_106", "Thank you, Andre, and have a good shift.", [("close", None)]),
+    ("apexv1_032", "Thank you for calling Calloway and Pierce, Mr. Okoye, and please drive "
+     "safely.", [("close", None)]),
+    ("apexv1_118", "Thank you, Denise, and good evening.", [("close", None)]),
+    ("apexv1_118", "Good evening, quality desk, this is Sam.", [("greet", None)]),
+    # "May I request ..." asks; "Would you like that I ..." offers; a pleasure to assist greets
+    ("apexv1_102", "May I request the work order number?", [("ask", "work_order")]),
+    ("apexv1_082", "Would you like that I look up also the receipt rule in the expense "
+     "procedures?", [("offer", None)]),
+    ("apexv1_001", "It is a pleasure to assist you today, Morgan.", [("greet", None)]),
 ])
 def test_rules_of_the_ninth_round(task_id: str, text: str,
                                   expected: list[tuple[str, str | None]]) -> None:
