@@ -84,8 +84,6 @@ def _readback(items: list[tuple[TaskSpec, object]],
     return ok_right, ok_wrong, bad_right, bad_wrong
 
 
-
-
 def _writer_items(split: Split, writer: str) -> set[str]:
     """Items of the writer ``writer`` or of its lettered writers (``dev-10`` is dev-10a..c)."""
     return {item.id for path in sorted((corpus_dir() / split).glob("*.yaml"))

@@ -632,6 +632,9 @@ _SOURCE_REPORT = _rx(
 )
 """A statement that reports what a document says ("the policy gives ...", "according to
 the price book ..."), or a lookup's announcement before the report ("Found it.")."""
+_DIGIT_WORDS = {"zero": "0", "oh": "0", "o": "0", "one": "1", "two": "2", "three": "3",
+                "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9"}
+"""Digits said one by one."""
 _NOT_HYPOTHETICAL = (r"(?<!\bif )(?<!\bwhen )(?<!\bonce )(?<!\bshall )(?<!\bshould )"
                      r"(?<!\bcould )(?<!\bcan )(?<!\bmay )(?<!\bwould )(?<!\bbefore )")
 """Not after "if", "when", "shall", ...: "Would it help if I put a hold in for the next
@@ -2142,8 +2145,10 @@ class SemanticActObserver:
         caller value ends in them, or in them with two digits swapped or one misheard, when
         exactly one field's does and the turn says no other digit."""
         digits = re.sub(r"\D", "", _words_to_digits_text(text))
-        if len(digits) != 4:
-            return []
+        singles = [_DIGIT_WORDS.get(w, w) for w in re.findall(r"[a-z0-9]+", text.lower())]
+        if len(digits) != 4 or digits not in "".join(
+                d if len(d) == 1 and d.isdigit() else " " for d in singles).split():
+            return []  # said digit by digit, not as an amount ("eighteen sixty")
         found: list[FieldKey] = []
         for key, spec, vals in self._recap_values:
             if spec.grader != "normalized_phone":

@@ -807,6 +807,8 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     # after dev-13 and dev-14 were counted: a phone's last four digits said alone restate it
     # (the caller checks them against its number's end)
     ("apexv1_010", "Zero one eight six, fixed.", [("read_back", "contact_phone")]),
+    # ... said digit by digit: an amount with the same digits is no phone
+    ("apexv1_010", "That's eighteen sixty in total.", [("inform", None)]),
     # send-offs: "have a good shift", "drive safely" (even after "thank you for calling"),
     # "and good evening" at the end; a greeting's "Good evening" stays a greeting
     ("apexv1_106", "Thank you, Andre, and have a good shift.", [("close", None)]),
