@@ -522,6 +522,9 @@ _APPROVAL_EXPLICIT_S = _rx(
     r"\b(need|want|wait for|get) (a|your|the) (clear |quick |final |explicit |firm )?(yes|ok|"
     r"go ahead|nod|green light|say so|thumbs up)\b",
     r"\b(you )?give me the (go ahead|nod|green light|ok|thumbs up|word)\b",
+    # "the last step is your go-ahead for me to process it"
+    r"\b(last|final|only|next) (step|thing)( left| needed| i need)? is your (go ahead|approval|"
+    r"permission|ok|okay|say so|sign off|green light)\b",
 )
 
 _APPROVAL_FRAMES: tuple[tuple[str, ...], ...] = (
@@ -571,7 +574,8 @@ _OFFER = _rx(
     r"check that|check your|check if i|see your|help|assist|serve|be of)\b)[a-z]+",
     r"\b(would|do) you (like|want) (a|an|the|some|any|us|them|me|to (get|have|receive))\b",
     r"\bi can (also |even )?[a-z]+ .*\bif you (would like|like|want|need|prefer)\b",
-    r"^i (can|could) (also |even )?[a-z]+ .*\bif (you|that|it)\b",
+    r"^(and |so |but |also )?i (can|could) (also |even )?[a-z]+ .*\bif (you|that|it)\b",
+    r"^if you (will |would |do )?(need|want|like|prefer)\b.* i (can|could)\b",
     r"^(if you (would like|like|want|need)|if (that|it) (helps|is useful|is helpful|works)),"
     r" i (can|could)\b",
     r"\bif you (would like|like|want), i can\b",
@@ -594,6 +598,9 @@ _OFFER = _rx(
     r"\bwould you like (details|information|info|directions|a list|the details|a link|some "
     r"(details|information|tips))\b",
     r"\bwould you like (also )?(that|for) (i|me)\b",  # "Would you like also that I email you"
+    # an extra said as a statement: "I could also send Sam a handover note."
+    r"(?<!\bwhat )(?<!\bthat )\b(i|we) (can|could) also (?!(see|tell|hear|confirm|note|find|"
+    r"say|mention|only|not|never)\b)[a-z]+",
 )
 """An offer: the agent proposes to do something (the caller decides)."""
 _AGENT_ACTS = _rx(
@@ -602,6 +609,8 @@ _AGENT_ACTS = _rx(
     r"\bif (i|we)\b",
     r"\bi (can|could) (also |even )?[a-z]+ you\b",  # "If not, I can call you back later."
     r"\b(like|want|wish) that (i|we)\b",  # "Would you like that I look up also ..."
+    r"(?<!\bbefore )(?<!\buntil )(?<!\bonce )(?<!\bwhen )(?<!\bafter )(?<!\bso )"
+    r"\b(i|we) (can|could) (also |even |quickly )?[a-z]+\b",  # "..., I can set up a call"
 )
 """The agent would do it: "want me to", "shall I", "I could also …", "would it help if I"."""
 _HELP_TAG = _rx(
@@ -871,6 +880,16 @@ _AGENT_MARKERS = frozenset({
     "set", "allowed", "to", "is", "be",
 })
 """Words before a gated verb that make the agent its doer ("shall I", "want me to")."""
+_THIRD_PERSON = frozenset({"he", "she", "they", "someone", "somebody", "nobody"})
+_AUXILIARIES = frozenset({"is", "are", "was", "were", "will", "has", "have", "had", "would",
+                          "could", "can", "did", "does", "do", "already", "just", "also"})
+
+
+def _someone_else_does(w: list[str], i: int) -> bool:
+    """The verb at ``i`` has a third person for subject ("why she is sending you", "they
+    will submit it"): not the agent's act."""
+    subject = [x for x in w[max(0, i - 4):i] if x not in _AUXILIARIES][-1:]
+    return bool(subject) and subject[0] in _THIRD_PERSON
 _TRAILING_QUESTION = re.compile(
     r",\s*(?:(?:and|so|now|then|okay|ok|great|perfect|thanks|um|uh|erm|also)\s*,?\s*)*"
     r"(?:and|so|now|then|okay|ok|great|perfect|thanks|also)\s*,?\s*"
@@ -2106,6 +2125,8 @@ class SemanticActObserver:
         before = w[max(0, i - 5):i]
         if not before or all(x in _FILLER_START or x in ("just", "to") for x in before):
             return True
+        if _someone_else_does(w, i):
+            return False  # "why she's sending you": the referring doctor sends
         return bool(set(before) & _AGENT_MARKERS)
 
     def _pick(self, rules: list[_Rule], obj: set[str]) -> AuthorizationRule | None:
@@ -2524,7 +2545,7 @@ class SemanticActObserver:
 
     def _has_gated(self, w: list[str]) -> bool:
         return any(_starts_with_seq(w, i, self._gated.get(x, ())) and not _noun_use(w, i)
-                   for i, x in enumerate(w))
+                   and not _someone_else_does(w, i) for i, x in enumerate(w))
 
     def _gated_after(self, w: list[str], j: int) -> int:
         """Where a gated verb (or a bare "go ahead"/"proceed") right after an approval frame

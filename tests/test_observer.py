@@ -821,6 +821,20 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     ("apexv1_082", "Would you like that I look up also the receipt rule in the expense "
      "procedures?", [("offer", None)]),
     ("apexv1_001", "It is a pleasure to assist you today, Morgan.", [("greet", None)]),
+    # after dev-15 and dev-16 were counted: a gated verb done by someone else is no request
+    # (the one false approval of those sets); "the last step is your go-ahead" is one
+    ("apexv1_064", "Did Dr. Singh say why she's sending you?", [("ask", None)]),
+    ("apexv1_051", "Everything's in place, so the last step is your go-ahead for me to "
+     "process the resolution and issue the refund.", [("request_approval", "commit:dispute_1")]),
+    # extras offered as statements; "before I can book" is no offer
+    ("apexv1_070", "I could also send Sam a short handover note, so he knows exactly when "
+     "he's covering.", [("offer", None)]),
+    ("apexv1_076", "If it's useful, I can set up a kickoff call with our onboarding team for "
+     "the week before go-live.", [("offer", None)]),
+    ("apexv1_078", "If you'll need a projector or microphones on the day, I can add "
+     "audio-visual equipment to the proposal as well.", [("offer", None)]),
+    ("apexv1_076", "Now I'll need a PO number before I can book anything, do you have that "
+     "handy?", [("ask", "po_number")]),
 ])
 def test_rules_of_the_ninth_round(task_id: str, text: str,
                                   expected: list[tuple[str, str | None]]) -> None:

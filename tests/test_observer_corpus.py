@@ -56,11 +56,11 @@ def test_labels_name_real_fields_and_actions(tasks: dict[str, TaskSpec], tmp_pat
 
 def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]) -> None:
     """A regression floor on the development split, a little under what bench_observer printed
-    for the observer of the ninth session (2026-12-03; 6,336 turns, dev-12..14 included, which
-    were counted before they were read and ask harder than the earlier writers): macro F1 0.955
+    for the observer of the ninth session (2026-12-03; 7,296 turns, dev-12..16 included, which
+    were counted before they were read and ask harder than the earlier writers): macro F1 0.952
     (in-sample for the act model, which is trained on all but the validation writers; the floor
-    is the rules' of the eighth session, 0.938), approval P 1.000, R 0.989, ask(field) F1 0.888
-    (0.896 on the 4,896 turns before dev-12), restate(field) F1 0.896."""
+    is the rules' of the eighth session, 0.938), approval P 1.000, R 0.989, ask(field) F1 0.880
+    (0.896 on the 4,896 turns before dev-12), restate(field) F1 0.893 (0.898 before)."""
     observers = {t: SemanticActObserver(task) for t, task in tasks.items()}
 
     def observe(task: TaskSpec, text: str) -> list[PredictedAct]:
@@ -71,8 +71,8 @@ def test_observer_holds_its_development_split_figures(tasks: dict[str, TaskSpec]
     assert result.macro_f1 >= 0.93
     assert (result.approval.precision or 0) >= 0.99
     assert (result.approval.recall or 0) >= 0.98
-    assert (result.ask_field.f1 or 0) >= 0.88
-    assert (result.restate_field.f1 or 0) >= 0.89
+    assert (result.ask_field.f1 or 0) >= 0.87
+    assert (result.restate_field.f1 or 0) >= 0.88
 
 
 def test_blind_annotations_cover_the_held_out_split(tasks: dict[str, TaskSpec]) -> None:
