@@ -33,6 +33,7 @@ from runtime.observer_eval import (
     Score,
     Split,
     corpus_dir,
+    in_writer_group,
     load_file,
     load_split,
     score,
@@ -88,8 +89,7 @@ def _writer_items(split: Split, writer: str) -> set[str]:
     """Items of the writer ``writer`` or of its lettered writers (``dev-10`` is dev-10a..c)."""
     return {item.id for path in sorted((corpus_dir() / split).glob("*.yaml"))
             for f in [load_file(path)]
-            if f.writer == writer or (f.writer.startswith(writer) and f.writer[len(writer):]
-                                      .isalpha())
+            if in_writer_group(f.writer, writer)
             for item in f.items}
 
 

@@ -1032,9 +1032,10 @@ def value_in_text(
             "mismatch")
     if grader == "normalized_phone":
         target_phone = canonical_phone(value)
-        runs = re.findall(r"\+?\d[\d\s().,-]{5,}\d", _words_to_digits(text))
+        spoken = _words_to_digits(text)
+        runs = re.findall(r"\+?\d[\d\s().,-]{5,}\d", spoken)
         phones = {p for p in (canonical_phone(r) for r in runs) if p is not None}
-        tail = re.sub(r"\D", "", _words_to_digits(text))
+        tail = re.sub(r"\D", "", spoken)
         if restatement and target_phone is not None and len(tail) == 4:
             # a fixed number's last four digits said alone ("Zero one eight six, fixed.")
             return "match" if target_phone.endswith(tail) else "mismatch"

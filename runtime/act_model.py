@@ -37,6 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtime.observer_eval import (
+    ACTS,
+    VALIDATION_WRITERS,
+    corpus_dir,
+    is_validation_writer,
+    load_file,
+)
+
 MODEL_PATH = Path(__file__).with_name("act_model.json")
 MODELLED = ("summarize", "inform")
 """The act types the model decides."""
@@ -52,10 +60,6 @@ RuleActs = Sequence[tuple[str, str | None]]
 
 _TOKEN = re.compile(r"[a-z']+|[?!:,.]")
 _SENTENCE_END = re.compile(r"[.?!](?:\s|$)")
-_RULE_ACTS = (
-    "greet", "ask", "confirm", "read_back", "summarize", "request_approval", "offer", "inform",
-    "close",
-)
 
 
 class ActModelError(Exception):
@@ -200,7 +204,7 @@ def train(examples: Sequence[Example]) -> ActModel:
     counts = Counter(f for fs in feats for f in fs)
     names = sorted(f for f, n in counts.items()
                    if n >= MIN_COUNT or f.startswith("r:"))
-    names += sorted(f"r:{a}" for a in _RULE_ACTS if f"r:{a}" not in counts)
+    names += sorted(f"r:{a}" for a in ACTS if f"r:{a}" not in counts)
     index = {n: i for i, n in enumerate(names)}
     rows = [sorted(index[f] for f in fs if f in index) for fs in feats]
     weights: dict[str, tuple[float, ...]] = {}
@@ -208,19 +212,13 @@ def train(examples: Sequence[Example]) -> ActModel:
     for act in MODELLED:
         bias[act], weights[act] = _fit(rows, [act in e.labelled for e in examples], len(names))
     return ActModel(index=index, weights=weights, bias=bias, trained_on={
-        "split": "dev", "without_writers": list(_validation_writers()),
+        "split": "dev", "without_writers": list(VALIDATION_WRITERS),
         "turns": len(examples), "digest": digest(examples)})
-
-
-def _validation_writers() -> tuple[str, ...]:
-    from runtime.observer_eval import VALIDATION_WRITERS
-    return VALIDATION_WRITERS
 
 
 def training_examples() -> list[Example]:
     """The development corpus without the validation writers, with the rules' acts."""
-    from runtime.observer import SemanticActObserver
-    from runtime.observer_eval import corpus_dir, is_validation_writer, load_file
+    from runtime.observer import SemanticActObserver  # it imports this module
     from runtime.spec import default_tasks_dir, load_tasks
 
     tasks = {t.id: t for t in load_tasks([default_tasks_dir()])}

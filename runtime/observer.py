@@ -641,9 +641,6 @@ _SOURCE_REPORT = _rx(
 )
 """A statement that reports what a document says ("the policy gives ...", "according to
 the price book ..."), or a lookup's announcement before the report ("Found it.")."""
-_DIGIT_WORDS = {"zero": "0", "oh": "0", "o": "0", "one": "1", "two": "2", "three": "3",
-                "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9"}
-"""Digits said one by one."""
 _NOT_HYPOTHETICAL = (r"(?<!\bif )(?<!\bwhen )(?<!\bonce )(?<!\bshall )(?<!\bshould )"
                      r"(?<!\bcould )(?<!\bcan )(?<!\bmay )(?<!\bwould )(?<!\bbefore )")
 """Not after "if", "when", "shall", ...: "Would it help if I put a hold in for the next
@@ -1424,6 +1421,11 @@ class SemanticActObserver:
                 if vals or (f.grader == "enum" and f.options):
                     recap.append(((artifact.id, f.name), f, vals))
         self._recap_values = recap
+        # the last four digits of every caller version of each phone field (_phone_tail)
+        self._phone_tails = [
+            (key, tails) for key, spec, vals in recap if spec.grader == "normalized_phone"
+            for tails in [[t for t in (re.sub(r"\D", "", str(canonical_phone(v) or ""))[-4:]
+                                       for v in vals) if len(t) == 4]] if tails]
         self._specs = {(a.id, f.name): f for a in task.artifacts for f in a.fields}
         self._field_words = {
             key: frozenset(_stem(w) for w in _words(" ".join([spec.label, *spec.synonyms]))
@@ -2165,21 +2167,16 @@ class SemanticActObserver:
         ("Zero one eight six, fixed.", "Got it, 0 1 8 7 at the end."): the phone field whose
         caller value ends in them, or in them with two digits swapped or one misheard, when
         exactly one field's does and the turn says no other digit."""
+        if not self._phone_tails:
+            return []
         digits = re.sub(r"\D", "", _words_to_digits_text(text))
-        singles = [_DIGIT_WORDS.get(w, w) for w in re.findall(r"[a-z0-9]+", text.lower())]
+        singles = [_SPOKEN_DIGIT.get(w, w) for w in re.findall(r"[a-z0-9]+", text.lower())]
         if len(digits) != 4 or digits not in "".join(
                 d if len(d) == 1 and d.isdigit() else " " for d in singles).split():
             return []  # said digit by digit, not as an amount ("eighteen sixty")
-        found: list[FieldKey] = []
-        for key, spec, vals in self._recap_values:
-            if spec.grader != "normalized_phone":
-                continue
-            for v in vals:
-                tail = re.sub(r"\D", "", str(canonical_phone(v) or ""))[-4:]
-                if len(tail) == 4 and (sorted(tail) == sorted(digits) or sum(
-                        a != b for a, b in zip(tail, digits, strict=True)) <= 1):
-                    found.append(key)
-                    break
+        found = [key for key, tails in self._phone_tails if any(
+            sorted(tail) == sorted(digits)
+            or sum(a != b for a, b in zip(tail, digits, strict=True)) <= 1 for tail in tails)]
         return found if len(found) == 1 else []
 
     def _near_value_field(self, text: str) -> list[FieldKey]:

@@ -36,10 +36,15 @@ by one (only their totals are printed) nor trained on: smaller held-out checks f
 changes (docs/observer_corpus.md)."""
 
 
+def in_writer_group(writer: str, group: str) -> bool:
+    """``writer`` is ``group`` or one of its lettered writers (``dev-10b`` is in ``dev-10``,
+    ``dev-100`` is not)."""
+    return writer == group or (writer.startswith(group) and writer[len(group):].isalpha())
+
+
 def is_validation_writer(writer: str) -> bool:
     """``writer`` is one of :data:`VALIDATION_WRITERS` or one of its lettered writers."""
-    return any(writer == w or (writer.startswith(w) and writer[len(w):].isalpha())
-               for w in VALIDATION_WRITERS)
+    return any(in_writer_group(writer, w) for w in VALIDATION_WRITERS)
 
 
 class LabelledAct(BaseModel):
