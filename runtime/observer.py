@@ -339,6 +339,13 @@ _IF_AGREED = re.compile(
     r"you agree|that works( for you)?|you say so|you say yes|you give me the go ahead)"
     r"( then)? (i will|i can|i shall|we will|we can|i am going to|i would)\b")
 """"If so, I'll submit it.": an action announced on the caller's agreement asks for it."""
+_IF_LEAVE = re.compile(
+    r"\bif (you are|you would be|you would like|you want) (happy |ok |okay |fine |comfortable |"
+    r"good |all right |alright )?(for |with )?(me|us) (to )?(?P<act>.*)$")
+""""If you're happy for me to book the order, I'll go ahead": leave asked in a statement for
+what the condition names."""
+_WILL_PROCEED = re.compile(r"\b(i|we) (will|can) (go ahead|proceed|do (it|that|so))\b")
+""""..., I'll go ahead": the condition before it is what the agent proposes to do."""
 _BOUND = re.compile(r"\b(up to|at most|a maximum of|maximum of|no more than|as much as|"
                     r"limit of|limit is|cap of|capped at|max(imum)? is)\b", re.IGNORECASE)
 """An amount said as a limit ("up to eighty-three hundred a year"), not a value given."""
@@ -420,6 +427,9 @@ _CLOSE = _rx(
     r"\bdrive (safe|safely|carefully)\b",
     r"\bi wish you an? (good|great|nice|pleasant|productive|lovely|wonderful|safe|quiet) \w+",
     r"\band (a )?good (evening|night|day|afternoon)$",  # "Thank you, Denise, and good evening."
+    r"\b(i will|i will just|i am going to) let you go\b",
+    r"\ball the (very )?best( and cheers)?$",
+    r"\b(give (me|us) a )?shout if (anything|you need|something)\b",
 )
 
 _SUMMARIZE = _rx(
@@ -429,7 +439,8 @@ _SUMMARIZE = _rx(
     r"read back everything|go over what|run through what)\b",
     r"\bhere is (what i (have|got|recorded|have got)|what we have|a (quick |brief |short )?"
     r"(summary|recap|rundown)|the (summary|recap|rundown)|everything i have)\b",
-    r"\b(in summary|to recap|quick recap|quick summary|in short)\b",
+    r"\b(in summary|to recap|quick recap|quick summary)\b",
+    r"\bin short\b(?! (what|which|who|why|how|when|where|can|could|would|is|are|do|does)\b)",
     r"\b(so far|altogether|all together|in total) i have\b",
     r"^(summary|recap)\b",
 )
@@ -568,11 +579,17 @@ _OFFER = _rx(
     r"\b(would|do|did) you (also |maybe )?(like|want|need) (me|us) to\b",
     r"^(you )?want me to\b",
     r"(?<!\bwhat )(?<!\bwho )(?<!\bwhich )(?<!\bhow )(?<!\bwhere )(?<!\bwhen )"
-    r"\b(shall|should|can|could|may) (i|we) (also |just |quickly |go ahead and |maybe )?"
-    r"(?!(get|have|ask|request|grab|take|know|confirm|verify|double|start|go over|run through|"
-    r"read|repeat|clarify|put you down|note|jot|write down|record|just confirm|also get|"
-    r"check that|check your|check if i|see your|help|assist|serve|be of)\b)[a-z]+",
-    r"\b(would|do) you (like|want) (a|an|the|some|any|us|them|me|to (get|have|receive))\b",
+    r"\b(shall|should|can|could|may) (i|we) "
+    # the verb after an optional adverb ("Can I just verify ...?" asks no leave)
+    r"(?!(also |just |quickly |maybe )?(get|have|ask|request|grab|take|know|confirm|verify|"
+    r"double|start|go over|run through|read|repeat|clarify|put you down|note|jot|write down|"
+    r"record|just confirm|also get|check that|check your|check if i|see your|help|assist|serve|"
+    r"be of)\b)(also |just |quickly |go ahead and |maybe )?[a-z]+",
+    # "Should I grab QP-9 for you?"
+    r"\b(shall|should|can|could) (i|we) (just |quickly )?(grab|pull|get|fetch|dig out|find) "
+    r"(that|it|this|them|those|a copy|the \w+|\w+ \w+) for you\b",
+    r"\b(would|do) you (also )?(like|want) (a|an|the|some|any|us|them|me|to (get|have|receive))"
+    r"\b",
     r"\bi can (also |even )?[a-z]+ .*\bif you (would like|like|want|need|prefer)\b",
     r"^(and |so |but |also )?i (can|could) (also |even )?[a-z]+ .*\bif (you|that|it)\b",
     r"^if you (will |would |do )?(need|want|like|prefer)\b.* i (can|could)\b",
@@ -658,6 +675,15 @@ _OFFER_NOT = _rx(
     r"include|list|name|put|make|cover|choose|pick|select)\b",
 )
 """'Would you like to add dental?' asks the caller's choice (a field), not an offer."""
+_MESSAGE_OFFER = _rx(
+    r"\b(like|want) (me|us) to (email|e mail|call|phone|text|ping|message|drop|send|forward|cc|"
+    r"copy in|notify|loop in|reach out to|contact|remind|let)\b",
+    r"\b(would|do) you (also )?(like|want) (a|an) (copy|confirmation|reminder|email|text|"
+    r"receipt|summary)\b",
+)
+"""An offer to contact someone, or of something sent: a value named in it ("Would you like me to
+email Rachel Kim?", "... a confirmation email with both invoice numbers?") is its addressee or
+content, not a field asked or restated."""
 _FOREIGN_OBJECT = frozenset({
     "another", "second", "separate", "new", "additional", "extra", "copy", "email",
     "text", "reminder", "confirmation", "summary", "receipt", "note", "message", "link",
@@ -670,6 +696,7 @@ _ADDITIONAL = _rx(
     r"\bas well\b", r"\btoo$", r"\bwhile (we|i|you) (are|am) at it\b",
     r"\bin addition\b", r"\badditionally\b",
     r"\b(i|we) (can|could) also\b", r"\b(shall|should|can|could) (i|we) also\b",
+    r"\bfor your (own )?(records|files|reference)\b", r"\bas an? (pdf|attachment)\b",
 )
 """A proposal of one more thing besides the task's own ("… as well?", "… too?")."""
 _OTHER_VERSION = frozenset({"last", "previous", "old", "prior", "other", "earlier"})
@@ -682,6 +709,7 @@ _GENERIC_PROCEED = _rx(
     r"\block(ing)? in (the|your|this|these|that)\b",
     r"\b(put|push)(ting|ing|es)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? "
     r"(through|in)\b",
+    r"\b(put|push)(ting|ing|es)? (the|your) \w+ and (the|your) \w+ through\b",
     r"\block(ing)? (that|this|the|your) (\w+ )?in\b",
     r"\bsend(ing)? (it|this|that|everything|the \w+|your \w+) (in|off|over|through|along)\b",
     r"\bpass(ing)? (it|this|that|everything|the \w+|your \w+) (along|on|over) to\b",
@@ -878,6 +906,12 @@ _AGENT_MARKERS = frozenset({
 })
 """Words before a gated verb that make the agent its doer ("shall I", "want me to")."""
 _THIRD_PERSON = frozenset({"he", "she", "they", "someone", "somebody", "nobody"})
+_THIRD_PARTY = frozenset({
+    "doctor", "physician", "gp", "manager", "supervisor", "insurer", "employer", "landlord",
+    "lawyer", "attorney", "specialist", "referrer", "dentist", "surgeon", "boss",
+})
+"""Nouns naming another person as the subject of a gated verb ("your doctor sent you")."""
+_TITLES = frozenset({"dr", "doctor", "mr", "mrs", "ms", "miss", "prof", "professor"})
 _AUXILIARIES = frozenset({"is", "are", "was", "were", "will", "has", "have", "had", "would",
                           "could", "can", "did", "does", "do", "already", "just", "also"})
 
@@ -885,8 +919,12 @@ _AUXILIARIES = frozenset({"is", "are", "was", "were", "will", "has", "have", "ha
 def _someone_else_does(w: list[str], i: int) -> bool:
     """The verb at ``i`` has a third person for subject ("why she is sending you", "they
     will submit it"): not the agent's act."""
-    subject = [x for x in w[max(0, i - 4):i] if x not in _AUXILIARIES][-1:]
-    return bool(subject) and subject[0] in _THIRD_PERSON
+    before = [x for x in w[max(0, i - 4):i] if x not in _AUXILIARIES]
+    if not before:
+        return False
+    # "why Dr. Singh sent you": a title before the subject's name
+    return before[-1] in _THIRD_PERSON | _THIRD_PARTY or (
+        len(before) > 1 and before[-2] in _TITLES)
 _TRAILING_QUESTION = re.compile(
     r",\s*(?:(?:and|so|now|then|okay|ok|great|perfect|thanks|um|uh|erm|also)\s*,?\s*)*"
     r"(?:and|so|now|then|okay|ok|great|perfect|thanks|also)\s*,?\s*"
@@ -1853,11 +1891,12 @@ class SemanticActObserver:
             and not _GREET.search(c.joined)  # "What can I do for you?"
             and c.words[c.lead()] not in _WH  # "Who should I list as the owner?" asks
             and not _REQUEST.search(c.led)  # "Could you give me a date so I can put it in?"
-            and not stated and not self._readback_fields(c, fields)
+            and (_MESSAGE_OFFER.search(c.joined) or (
+                not stated and not self._readback_fields(c, fields)))
             # "Do you want the firm to send a letter?" asks the caller's choice of a field;
             # "... a copy emailed to your sponsor as well?" offers an extra
             and not (fields and not _AGENT_ACTS.search(c.joined)
-                     and not _EXTRA_SENT.search(c.joined))
+                     and not _EXTRA_SENT.search(c.joined) and not _MESSAGE_OFFER.search(c.joined))
         ):
             return [*summary, Act(act="offer", text=c.text)]
 
@@ -2014,6 +2053,12 @@ class SemanticActObserver:
         if agreed:  # "If it is, I'll put the request through.": leave asked in a statement
             rest = c.joined[agreed.end():].split()
             if self._has_gated(rest) or _GENERIC_PROCEED.search(" ".join(rest)):
+                return True
+        leave = _IF_LEAVE.search(c.joined)
+        if leave:
+            named = leave.group("act").split()[:10]
+            if (self._has_gated(named) or _GENERIC_PROCEED.search(" ".join(named))
+                    or _WILL_PROCEED.search(leave.group("act"))):
                 return True
         if c.words and c.words[0] in _SUBORDINATORS and "," in c.text:
             head, main = c.text.split(",", 1)

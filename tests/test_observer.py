@@ -835,9 +835,43 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      "audio-visual equipment to the proposal as well.", [("offer", None)]),
     ("apexv1_076", "Now I'll need a PO number before I can book anything, do you have that "
      "handy?", [("ask", "po_number")]),
+    # tenth round, after dev-17 and dev-18 were counted: their two false approvals (a titled
+    # name doing the gated verb; a copy of the order sent "as a PDF for your records") ...
+    ("apexv1_064", "In a few words, what's the reason Dr. Singh sent you to us?",
+     [("ask", "reason_for_visit")]),
+    ("apexv1_076", "Want me to send the countersigned order form over as a PDF for your "
+     "records?", [("offer", None)]),
+    # ... and their two misses: leave asked as "if you're happy for me to <gated>, I'll go
+    # ahead"; without a gated verb the same frame offers
+    ("apexv1_051", "If you're happy for me to put the refund and the credit through, I'll go "
+     "ahead.", [("request_approval", "commit:dispute_1")]),
+    ("apexv1_076", "If you're happy for me to book the order on those terms, I'll go ahead and "
+     "do it now.", [("request_approval", "commit:order_1")]),
+    ("apexv1_045", "If you're okay with me marking it ready and filing it now, I'll go ahead.",
+     [("offer", None)]),
+    # offers to contact someone or of something sent, even when they name a value
+    ("apexv1_010", "Would you like me to drop Rachel Kim a quick email so she knows to expect "
+     "the request?", [("offer", None)]),
+    ("apexv1_051", "Would you like a confirmation email with both invoice numbers for your "
+     "finance team?", [("offer", None)]),
+    ("apexv1_030", "Would you also like a copy of the webinar slides?", [("offer", None)]),
+    ("apexv1_118", "Should I grab QP-9 for you, so you've got the steps for notifying Kessler?",
+     [("offer", None)]),
+    # "Can I just verify ..." checks a value (the adverb hid the verb); leave still asked
+    ("apexv1_010", "Can I just verify the badge should expire on May eighteenth, twenty "
+     "twenty-seven?", [("confirm", "end_date")]),
+    ("apexv1_001", "Can I just submit that for you now?", [("request_approval", "commit:enr_1")]),
+    # send-offs: "I'll let you go", "all the best" at the end, "shout if anything comes up"
+    ("apexv1_022", "Thanks for your time, Anika, I know you've got a hard stop, so I'll let "
+     "you go.", [("close", None)]),
+    ("apexv1_011", "Thanks so much for your time, Marcus, all the best and cheers.",
+     [("close", None)]),
+    ("apexv1_114", "Hang in there, and shout if anything else comes up!", [("close", None)]),
+    # "In short" before a question is "briefly", no recap
+    ("apexv1_064", "In short, what's the reason for the visit?", [("ask", "reason_for_visit")]),
 ])
-def test_rules_of_the_ninth_round(task_id: str, text: str,
-                                  expected: list[tuple[str, str | None]]) -> None:
+def test_rules_of_the_ninth_and_tenth_rounds(task_id: str, text: str,
+                                             expected: list[tuple[str, str | None]]) -> None:
     assert _summary(_real(task_id).observe(text)) == expected
 
 
