@@ -709,7 +709,7 @@ _GENERIC_PROCEED = _rx(
     r"\block(ing)? in (the|your|this|these|that)\b",
     r"\b(put|push)(ting|ing|es)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? "
     r"(through|in)\b",
-    r"\b(put|push)(ting|ing|es)? (the|your) \w+ and (the|your) \w+ through\b",
+    r"\b(put|push)(ting|ing|es)? (the|your) \w+( \w+)? and (the|your) \w+( \w+)? through\b",
     r"\block(ing)? (that|this|the|your) (\w+ )?in\b",
     r"\bsend(ing)? (it|this|that|everything|the \w+|your \w+) (in|off|over|through|along)\b",
     r"\bpass(ing)? (it|this|that|everything|the \w+|your \w+) (along|on|over) to\b",
@@ -1881,7 +1881,8 @@ class SemanticActObserver:
         choice = self._choice_offered(c) if question else []
         if choice and not proposal:  # "Is it Vision Basic or Vision Plus?": the caller picks
             return [*summary, *self._field_acts("ask", choice, c.text)]
-        if proposal and fields and not _AGENT_ACTS.search(c.joined):
+        if proposal and fields and not (_AGENT_ACTS.search(c.joined)
+                                        or _AGENT_LOOKUP.search(c.joined)):
             proposal = False  # "Could you confirm your date of birth?": a field, not an offer
         if proposal and fields and re.search(r"\b(confirm|verify|check)\b", c.joined):
             proposal = False  # "Can I confirm your date of birth?" (bound to no action above)
@@ -2159,6 +2160,8 @@ class SemanticActObserver:
                     _FOREIGN_OBJECT - {"note", "call", "card"} - self._artifact_words))
             if foreign_anywhere:
                 return None
+            if _AGENT_LOOKUP.search(c.joined) and not self._has_gated(w):
+                return None  # "With your okay, I'll look up your premium": leave for a lookup
             mentioned = [r for r in self._rules if r.artifact_words & stems]
             if len(mentioned) == 1:
                 return mentioned[0].rule

@@ -869,6 +869,12 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     ("apexv1_114", "Hang in there, and shout if anything else comes up!", [("close", None)]),
     # "In short" before a question is "briefly", no recap
     ("apexv1_064", "In short, what's the reason for the visit?", [("ask", "reason_for_visit")]),
+    # after dev-19 and dev-20 were counted: leave asked for a lookup is no approval (their one
+    # false approval); a gated particle verb around a two-word object (one of their misses)
+    ("apexv1_001", "With your okay, I'll look up your monthly premium in the benefits policy "
+     "now, is that alright?", [("offer", None)]),
+    ("apexv1_051", "Alright, shall I go ahead and put the refund and the goodwill credit "
+     "through now", [("request_approval", "commit:dispute_1")]),
 ])
 def test_rules_of_the_ninth_and_tenth_rounds(task_id: str, text: str,
                                              expected: list[tuple[str, str | None]]) -> None:
