@@ -301,7 +301,7 @@ _REQUEST_NOT_BY_LEAD = _rx(
     r"\bi would (like|love) (to (get|have|know|ask|take) )?your\b",
     r"^(moving|turning) on to\b",
     r"^what about\b",
-    r"^how about\b",
+    r"^how about\b(?! (i|we)\b)",  # "How about I send ...?" offers
     r"\b(could|can|would|will) you (please )?(tell|give|spell|provide|share|say|state|read|"
     r"let me know|repeat|walk me through|describe)\b",
     r"\bi would (love|like) to (hear|know|understand|learn)\b",
@@ -411,12 +411,15 @@ _CLOSE = _rx(
     r"\bbest of luck with\b",
     r"\benjoy (the|your) (time off|break|trip|holiday|vacation|leave|weekend|evening)\b",
     r"\bgood luck with\b",
-    r"\bhave an? (great|good|nice|wonderful|lovely|fantastic|pleasant|blessed|terrific|"
+    r"\bhave an? (very |really )?(great|good|nice|wonderful|lovely|fantastic|pleasant|blessed|"
+    r"terrific|"
     r"excellent|awesome|super|safe|quiet) (\w+ )?(day|one|afternoon|evening|weekend|night|rest|"
     r"week|time|shift|trip|flight|holiday|break|quarter)\b",  # "have a great partner day"
     r"\b(good|nice|great|a pleasure) (doing business|working|talking|speaking) with you\b",
     r"\byou are (all )?(set|good to go|done|sorted)\b",
-    r"\benjoy (the rest of )?your (day|afternoon|evening|weekend)\b",
+    r"\benjoy (the rest of )?your (day|afternoon|evening|weekend|week)\b",
+    r"(?<=\w )good day to you$", r"\bmind how you go\b",
+    r"\bcatch you (later|next time|on the (next|flip) (one|side))\b",
     r"\btalk (to you )?(soon|later)\b",
     # at the end of what is said: "Thank you for your patience, three one two ..." is no close
     r"\b(thanks|thank you) (so much |very much )?for your (time|patience)( \w+){0,2}$",
@@ -590,6 +593,12 @@ _OFFER = _rx(
     r"(that|it|this|them|those|a copy|the \w+|\w+ \w+) for you\b",
     r"\b(would|do) you (also )?(like|want) (a|an|the|some|any|us|them|me|to (get|have|receive))"
     r"\b",
+    r"\b(would|do) you (also )?(like|want) to (add|include|get|have|book|set up|schedule)\b.*"
+    r"\b(as well|too|while (we|i|you) (are|am) at it)$",
+    r"^how about (i|we) (\w+ )?(send|email|set up|add|call|text|draft|forward|arrange)\b",
+    # "How about I send Rosa a heads-up?" (not "How about we book Tuesday?": a slot)
+    r"\b(would|do) you (also )?(like|want) (pricing|a quote|quotes|details|information|more "
+    r"information|more details|info) (on|for|about)\b",
     r"\bi can (also |even )?[a-z]+ .*\bif you (would like|like|want|need|prefer)\b",
     r"^(and |so |but |also )?i (can|could) (also |even )?[a-z]+ .*\bif (you|that|it)\b",
     r"^if you (will |would |do )?(need|want|like|prefer)\b.* i (can|could)\b",
@@ -895,6 +904,24 @@ _STATUS_NEWS = _rx(
     r"\b(is|are) (confidential|private|recorded)\b",
 )
 """Information in a greeting or closing turn: a status, what happens next, a policy."""
+_LOOK = (r"(look (it |them |that |this |the \w+ )?(up|into|at)|pull (it |them |that )?up|search|"
+         r"dig out|run (a|an|our|the|your) (\w+ ){0,2}(check|search|lookup)|"
+         r"check (the|our|whether|if|both|for))")
+"""The agent's own lookup after a request for leave."""
+_LOOKUP_LEAVE = _rx(
+    r"^((so|and|now|ok|great|very good|alright|all right|right) )*(may|can|could|shall|should|"
+    r"might) (i|we) (just |quickly |also |go ahead and )?(take a (moment|minute|second) to )?"
+    + _LOOK,
+    r"\bwould you mind (holding|waiting|bearing with me)\b",
+    r"\bwould you (mind if (i|we)|allow (me|us)( a (moment|minute|second))? to) (just |quickly )?"
+    + _LOOK,
+    r"\bis it (alright|all right|ok|fine) (with you )?if (i|we) (just |quickly )?" + _LOOK,
+    r"^(with your (permission|ok)|if it is (alright|all right|ok|fine) with you),? (i|we) will "
+    r"(just |quickly |now )?" + _LOOK,
+)
+"""Leave asked for the agent's own lookup ("May I take a moment to look up the policy?",
+"Would you mind holding while I check?"): an offer of a step that needs no approval, even when
+what is looked up is a field."""
 _SUBORDINATORS = frozenset({"before", "once", "after", "when", "until", "while", "as", "if"})
 _NEGATION = frozenset({"nothing", "not", "never", "no", "nobody"})
 _DETERMINER_BEFORE_NOUN = frozenset({
@@ -1864,6 +1891,8 @@ class SemanticActObserver:
 
         if _CLOSE_QUESTION.search(c.joined):
             return [*summary, Act(act="close", text=c.text)]
+        if _LOOKUP_LEAVE.search(c.joined) and not self._has_gated(c.words):
+            return [*summary, Act(act="offer", text=c.text)]
 
         proposal = self._proposes(c, question)
         if proposal:
@@ -1888,9 +1917,13 @@ class SemanticActObserver:
             proposal = False  # "Can I confirm your date of birth?" (bound to no action above)
         stated = self._valued_fields(c.text)
         if proposal or (
-            _OFFER.search(c.joined) and not _OFFER_NOT.search(c.joined)
+            _OFFER.search(c.joined)
+            # "Do you want to add a handover note while we're at it?": an extra, when no field
+            # is named ("Would you like to add dental as well?" asks the dental plan)
+            and not (_OFFER_NOT.search(c.joined) and (fields or not _ADDITIONAL.search(c.joined)))
             and not _GREET.search(c.joined)  # "What can I do for you?"
-            and c.words[c.lead()] not in _WH  # "Who should I list as the owner?" asks
+            and (c.words[c.lead()] not in _WH  # "Who should I list as the owner?" asks
+                 or c.led.startswith(("how about i ", "how about we ")))
             and not _REQUEST.search(c.led)  # "Could you give me a date so I can put it in?"
             and (_MESSAGE_OFFER.search(c.joined) or (
                 not stated and not self._readback_fields(c, fields)))

@@ -875,6 +875,37 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      "now, is that alright?", [("offer", None)]),
     ("apexv1_051", "Alright, shall I go ahead and put the refund and the goodwill credit "
      "through now", [("request_approval", "commit:dispute_1")]),
+    # leave asked for the agent's own lookup offers it, even when what is looked up is a field;
+    # asking for a field, or a gated verb beside the lookup, stays what it was
+    ("apexv1_118", "May I take a moment to look up the inspection specification for the "
+     "drawing limit?", [("offer", None)]),
+    ("apexv1_106", "Would you allow me a moment to look the unit up in the fleet register?",
+     [("offer", None)]),
+    ("apexv1_030", "May I run our standard conflict check on the company name?",
+     [("offer", None)]),
+    ("apexv1_001", "Would you mind if I ask your date of birth?", [("ask", "date_of_birth")]),
+    ("apexv1_001", "May I look up your record and submit the enrollment?",
+     [("request_approval", "commit:enr_1")]),
+    # send-offs: "have a very pleasant day", "the rest of your week", "good day to you" at the
+    # end (a greeting's "Good day to you" stays one), "mind how you go", "catch you ..."
+    ("apexv1_082", "Thank you for calling, Mr. Menon, and have a very pleasant day.",
+     [("close", None)]),
+    ("apexv1_076", "Thanks for the business, Ravi, and enjoy the rest of your week.",
+     [("close", None)]),
+    ("apexv1_097", "Thank you for your time, and good day to you.", [("close", None)]),
+    ("apexv1_032", "Good day to you, Calloway and Pierce intake, this is Sam.",
+     [("greet", None)]),
+    ("apexv1_106", "Awesome working with you, Andre, catch you on the next one!",
+     [("close", None)]),
+    # extras: "... while we're at it" when no field is named, "How about I send ...", "would you
+    # like pricing on ..."; a field's choice or a slot stays an ask
+    ("apexv1_070", "Do you wanna add a handover note for Sam while we're at it",
+     [("offer", None)]),
+    ("apexv1_001", "Would you like to add dental as well?", [("ask", "dental_plan")]),
+    ("apexv1_118", "How about I send Rosa a heads-up on the Kessler shipment?",
+     [("offer", None)]),
+    ("apexv1_064", "How about we book Tuesday at nine?", [("ask", None)]),
+    ("apexv1_076", "Also, would you like pricing on premium support?", [("offer", None)]),
 ])
 def test_rules_of_the_ninth_and_tenth_rounds(task_id: str, text: str,
                                              expected: list[tuple[str, str | None]]) -> None:
