@@ -419,6 +419,8 @@ _CLOSE = _rx(
     r"\byou are (all )?(set|good to go|done|sorted)\b",
     r"\benjoy (the rest of )?your (day|afternoon|evening|weekend|week)\b",
     r"(?<=\w )good day to you$", r"\bmind how you go\b",
+    r"\b(a pleasure|pleasure|nice|good|great) doing business\b", r"\btake it easy\b",
+    r"\bhope the rest of your (day|shift|week|afternoon|evening|weekend)\b",
     r"\bcatch you (later|next time|on the (next|flip) (one|side))\b",
     r"\btalk (to you )?(soon|later)\b",
     # at the end of what is said: "Thank you for your patience, three one two ..." is no close
@@ -599,6 +601,11 @@ _OFFER = _rx(
     # "How about I send Rosa a heads-up?" (not "How about we book Tuesday?": a slot)
     r"\b(would|do) you (also )?(like|want) (pricing|a quote|quotes|details|information|more "
     r"information|more details|info) (on|for|about)\b",
+    r"^((so|and|now) )*(ok|all right|fine) (if|for) (i|me|we|us) (to )?(just )?(?!(ask|get|have|"
+    r"grab|take|confirm|check|verify|double|read|note|record|put you)\b)[a-z]+",
+    r"\bwould it be worth (me|us|my|our)\b",
+    r"\b(i|we) (can|could) (also |even |easily )?[a-z]+ .*\bif (that is|it is|that would be|it "
+    r"would be|that will be) (useful|helpful|handy)\b",
     r"\bi can (also |even )?[a-z]+ .*\bif you (would like|like|want|need|prefer)\b",
     r"^(and |so |but |also )?i (can|could) (also |even )?[a-z]+ .*\bif (you|that|it)\b",
     r"^if you (will |would |do )?(need|want|like|prefer)\b.* i (can|could)\b",
@@ -915,6 +922,7 @@ _LOOKUP_LEAVE = _rx(
     r"\bwould you mind (holding|waiting|bearing with me)\b",
     r"\bwould you (mind if (i|we)|allow (me|us)( a (moment|minute|second))? to) (just |quickly )?"
     + _LOOK,
+    r"\b(would|do) you (like|want) (me|us) to (just |quickly |also )?" + _LOOK,
     r"\bis it (alright|all right|ok|fine) (with you )?if (i|we) (just |quickly )?" + _LOOK,
     r"^(with your (permission|ok)|if it is (alright|all right|ok|fine) with you),? (i|we) will "
     r"(just |quickly |now )?" + _LOOK,
@@ -2124,6 +2132,10 @@ class SemanticActObserver:
         if lead in _WH and not (_APPROVAL_EXPLICIT_Q.search(c.joined)
                                 or _APPROVAL_EXPLICIT_S.search(c.joined)):
             return False  # "What happens after I submit?"
+        tail = _words(c.text.rsplit(",", 1)[1]) if "," in c.text else []
+        if tail and tail[0] in _WH and self._has_gated(tail) and not (
+                _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)):
+            return False  # "You're through to the desk, which incident are we escalating?"
         if self._is_approval_request(c, question):
             return True
         gated = self._has_gated(c.words) or bool(_GENERIC_PROCEED.search(c.joined))

@@ -906,6 +906,21 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      [("offer", None)]),
     ("apexv1_064", "How about we book Tuesday at nine?", [("ask", None)]),
     ("apexv1_076", "Also, would you like pricing on premium support?", [("offer", None)]),
+    # after dev-21 and dev-22 were counted: a question word after the desk's introduction asks
+    # (their one false approval); "Okay if I <verb>?" offers unless it asks for a field;
+    # lookups offered in other words; send-offs
+    ("apexv1_114", "Loomwork escalation desk, you're through to the assistant, which incident "
+     "are we escalating today?", [("greet", None), ("ask", None)]),
+    ("apexv1_022", "Okay if I mark it ready for Dev to review?", [("offer", None)]),
+    ("apexv1_001", "Okay if I ask for your date of birth?", [("ask", "date_of_birth")]),
+    ("apexv1_106", "While I've got you, would you like me to look up the red tag procedure?",
+     [("offer", None)]),
+    ("apexv1_087", "Either way, I can look up the keeping in touch days for you if that's "
+     "useful.", [("offer", None)]),
+    ("apexv1_076", "Would it be worth me quoting premium support alongside?", [("offer", None)]),
+    ("apexv1_076", "Thanks, Ravi, pleasure doing business.", [("close", None)]),
+    ("apexv1_106", "Thanks Andre, take it easy.", [("close", None)]),
+    ("apexv1_118", "Thanks, Denise, hope the rest of your shift is quieter.", [("close", None)]),
 ])
 def test_rules_of_the_ninth_and_tenth_rounds(task_id: str, text: str,
                                              expected: list[tuple[str, str | None]]) -> None:
