@@ -323,6 +323,12 @@ _GREET = _rx(
     r"holding|joining|getting in touch)\b",
     _HOW_CAN_I_HELP.pattern,
     r"\bhow are you( doing)?( today| this (morning|afternoon|evening))?$",
+    # small talk about the caller's time: "How's your week been?", "How's the rest of the
+    # planning coming along?", "How did you like the webinar?"
+    r"\bhow (is|has|was|are|have) (the rest of )?(your|the) (\w+ )?(day|"
+    r"morning|afternoon|evening|week|weekend|shift|month|season|trip|holiday|planning)( been| "
+    r"going| looking| treating you| coming along| so far)?( \w+)?$",
+    r"^((and|so|oh|well) )*how did you (like|enjoy|find) the \w+\b",
     # the desk's opening question, "how can I help?" in other words
     r"^(so |and )?(what (have|has) (you|we) got for (me|us)|what seems to be the (problem|"
     r"trouble|issue)|what is going on|what is up|what brings you (in|here|to us))( today)?$",
@@ -601,8 +607,12 @@ _OFFER = _rx(
     # "How about I send Rosa a heads-up?" (not "How about we book Tuesday?": a slot)
     r"\b(would|do) you (also )?(like|want) (pricing|a quote|quotes|details|information|more "
     r"information|more details|info) (on|for|about)\b",
-    r"^((so|and|now) )*(ok|all right|fine) (if|for) (i|me|we|us) (to )?(just )?(?!(ask|get|have|"
-    r"grab|take|confirm|check|verify|double|read|note|record|put you)\b)[a-z]+",
+    r"^((so|and|now) )*(ok|all right|fine|cool) (if|for) (i|me|we|us) (to )?(just )?"
+    r"(?!(ask|get|have|grab|take|confirm|check|verify|double|read|note|record|put you)\b)[a-z]+",
+    r"\b(ok|all right|fine|cool) if (i|we) (just |go ahead and )?(?!(ask|get|have|grab|take|"
+    r"confirm|check|verify|double|read|note|record|put you|can|could|do|did|am|was|have|had|need|"
+    r"miss)\b)[a-z]+",
+    r"\b(i|we) would (just |then |now )?[a-z]+ .*\b(ok|all right|shall i|alright)$",
     r"\bwould it be worth (me|us|my|our)\b",
     r"\b(i|we) (can|could) (also |even |easily )?[a-z]+ .*\bif (that is|it is|that would be|it "
     r"would be|that will be) (useful|helpful|handy)\b",
@@ -614,7 +624,7 @@ _OFFER = _rx(
     r"\bif you (would like|like|want), i can\b",
     r"^if (so|not|you are|you do|none|that|it|there)\b[^,]*,? i (can|could)\b",
     r"\b(would|do) you (like|want) (our|my|to (hear|see|try|take a look)\b)",
-    r"\bhappy to [a-z]+ .*\bif you\b",
+    r"\bhappy to [a-z]+ .*\bif (you|that (helps|would help|is useful|works)|it helps)\b",
     r"\bdo you want (a|an) (copy|confirmation|reminder|email|text|receipt)\b",
     r"\bwould it (help|be (useful|helpful|handy|easier)) (if|for) (i|me|us|we)\b",
     r"\bwould it be (ok|all right|alright|fine) (if|for) (i|me|us|we)\b",
@@ -751,7 +761,7 @@ _ASKS_PERMISSION = _rx(
     r"^(are )?you (ok|happy|good|fine|all right) with (that|this|it)$",
     r"\b(am|are) (i|we) (good|ok|clear|all right|fine|set) to\b",
     r"\b(are )?you (happy|ok|fine|good|comfortable|all right) (for|with) (me|us) to\b",
-    r"\b(ok|all right|fine) (if|for) (i|me|us|we)\b",
+    r"\b(ok|all right|fine|cool) (if|for) (i|me|us|we)\b",
     r"\bdo (i|we) have (your|the) (go ahead|ok|approval|permission|green light)\b",
     r"\bsay the word\b",
     r"\b(can|may|shall|should) (i|we) (go ahead|proceed)\b",
@@ -930,6 +940,12 @@ _LOOKUP_LEAVE = _rx(
 """Leave asked for the agent's own lookup ("May I take a moment to look up the policy?",
 "Would you mind holding while I check?"): an offer of a step that needs no approval, even when
 what is looked up is a field."""
+_WAITS_FOR_LEAVE = re.compile(
+    r"\b(nothing|none of it|no one|it|this|that) (\w+ ){0,3}(goes|gets|will go|will get|is|will be)"
+    r" (\w+ ){0,4}until you\b|\b(nothing|none of it) (\w+ ){0,4}until you\b")
+"""A statement that the action waits for the caller's word: it asks nothing."""
+_ANOTHER_ONE = re.compile(r"\b(another|a second|a separate|the same kind of|a similar)\b")
+"""A proposal for one more of a kind ("the same kind of request for another one of your crew")."""
 _SUBORDINATORS = frozenset({"before", "once", "after", "when", "until", "while", "as", "if"})
 _NEGATION = frozenset({"nothing", "not", "never", "no", "nobody"})
 _DETERMINER_BEFORE_NOUN = frozenset({
@@ -2115,6 +2131,8 @@ class SemanticActObserver:
                 _words(main_only)) and not (_APPROVAL_EXPLICIT_Q.search(c.joined)
                                             or _APPROVAL_EXPLICIT_S.search(c.joined)):
             return False  # "..., so I've got them on the proposal when I send it"
+        if not question and _WAITS_FOR_LEAVE.search(c.joined):
+            return False  # "Just so you know, nothing goes to finance until you give me the okay."
         if c.words and any(x in _NEGATION for x in c.words[:3]) and not question:
             return False  # "Nothing gets submitted until you say so."
         if _CALLER_DID.search(c.joined):
@@ -2189,7 +2207,7 @@ class SemanticActObserver:
                 continue  # "did the other insurer send over ...": someone else's act
             end = i + max(len(q) for q in seqs)
             obj = self._object_stems(w, end)
-            if obj & _OTHER_VERSION:
+            if obj & _OTHER_VERSION or _ANOTHER_ONE.search(c.joined):
                 obj.add("another")  # "last year's plan", "the old request"
             rules = [r for r in self._rules
                      if any(tuple(w[i:i + len(v)]) == v for v in r.verbs)] or self._rules

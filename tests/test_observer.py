@@ -921,6 +921,23 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     ("apexv1_076", "Thanks, Ravi, pleasure doing business.", [("close", None)]),
     ("apexv1_106", "Thanks Andre, take it easy.", [("close", None)]),
     ("apexv1_118", "Thanks, Denise, hope the rest of your shift is quieter.", [("close", None)]),
+    # after dev-23 and dev-24 were counted: one more of a kind is no request, nor a statement
+    # that the action waits for the caller (their two false approvals); "Cool if I hand it
+    # in?" asks leave (their miss)
+    ("apexv1_010", "Do you want me to send the same kind of request for another one of your "
+     "crew?", [("offer", None)]),
+    ("apexv1_100", "Just so you know, nothing goes to finance until you give me the okay.",
+     [("inform", None)]),
+    ("apexv1_100", "Cool if I hand it in then", [("request_approval", "submit:bp_1")]),
+    # small talk about the caller's time greets; "okay if I <verb>" inside a sentence and
+    # "I'd <verb> ..., okay?" offer
+    ("apexv1_041", "While that page loads, how's your week been?", [("greet", None)]),
+    ("apexv1_078", "How's the rest of the planning coming along?", [("greet", None)]),
+    ("apexv1_030", "How did you like the webinar, was it useful for you?", [("greet", None)]),
+    ("apexv1_106", "That's the last field filled in; okay if I flag the work order ready so the "
+     "shop lead can schedule the repair?", [("offer", None)]),
+    ("apexv1_022", "Otherwise I'd set the record ready for your account executive, okay?",
+     [("offer", None)]),
 ])
 def test_rules_of_the_ninth_and_tenth_rounds(task_id: str, text: str,
                                              expected: list[tuple[str, str | None]]) -> None:
