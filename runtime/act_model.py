@@ -13,8 +13,10 @@ word alone:
 
 * ``summarize``: it may only take away a recap the rules found (never add one: a recap counts
   as having said what will be submitted, an approval condition); the fields restated stay;
-* ``inform``: it may add one (on the first sentence no other act came from) or take informs
-  away, except an inform that names a negotiated field (the caller weighs proposals in it).
+* ``inform``: it may add one (on the first sentence no other act came from; when every
+  sentence has an act, beside the last one, but never in a turn that asks leave, whose lead-in
+  is part of the request: guide rule 2) or take informs away, except an inform that names a
+  negotiated field (the caller weighs proposals in it).
 
 The weights are a JSON file next to this module, a pure function of the corpus and the rules:
 ``python -m runtime.act_model train`` rebuilds it, ``python -m runtime.act_model check`` tells

@@ -729,6 +729,10 @@ _OTHER_VERSION = frozenset({"last", "previous", "old", "prior", "other", "earlie
 """Words that make an object named like the artifact another one of its kind."""
 _GENERIC_PROCEED = _rx(
     r"\bget (it|this|that|things|everything|the \w+) (moving|going|rolling|underway|started)\b",
+    # the causative: "Shall we get your enrollment submitted?"
+    r"\b(i|we|us|me) (just |quickly |now )?get (it|this|that|everything|the \w+|your \w+) "
+    r"(submitted|sent|filed|booked|processed|"
+    r"committed|finalized|placed|scheduled|lodged|put through|sent off|sent in)\b",
     r"\b(fire|shoot|pop)(s|ing)? (it|this|that|everything|them) (off|over|across|through)\b",
     r"\bmak(e|ing) (it|this|that|everything|the \w+|your \w+)( \w+)? official\b",
     r"\block(ing)? (it|this|that|everything|them|these)( all)? in\b",
@@ -1598,10 +1602,12 @@ class SemanticActObserver:
                              if a.text in s or s in a.text), len(sentences))
 
             spoken = {place(a) for a in acts}
-            bare = next((i for i in range(len(sentences)) if i not in spoken),
-                        len(sentences) - 1)
-            at = next((k for k, a in enumerate(acts) if place(a) > bare), len(acts))
-            acts = [*acts[:at], Act(act="inform", text=sentences[bare]), *acts[at:]]
+            bare = next((i for i in range(len(sentences)) if i not in spoken), None)
+            if bare is None and not any(a.act == "request_approval" for a in acts):
+                bare = len(sentences) - 1  # information beside another act in one sentence
+            if bare is not None:  # (never inside a request for leave: guide rule 2)
+                at = next((k for k, a in enumerate(acts) if place(a) > bare), len(acts))
+                acts = [*acts[:at], Act(act="inform", text=sentences[bare]), *acts[at:]]
         return acts or rules  # never a turn without acts
 
     def _observe(self, transcript: str) -> list[Act]:

@@ -77,10 +77,8 @@ CASES = [
     ('apexv1_001', 'Want me to file the dependent verification paperwork for Casey too?', False),
     ('apexv1_001', 'Would you like me to send the benefits guide over?', False),
     ('apexv1_001', "Do you want me to submit a claim for last month's visit?", False),
-    pytest.param('apexv1_001', 'Shall we get your enrollment submitted?', True,
-                 marks=pytest.mark.xfail(
-                     strict=True,
-                     reason='the causative "get it submitted" is not a proposal shape')),
+    ('apexv1_001', 'Shall we get your enrollment submitted?', True),  # the causative
+    ('apexv1_001', 'Did you get the form sent?', False),  # the caller's act
     ('apexv1_001', 'Happy for me to file the enrollment?', True),
     ('apexv1_001', 'Do I have your permission to submit it?', True),
     ('apexv1_001', 'Mind if I commit these now?', True),

@@ -934,8 +934,8 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     ("apexv1_041", "While that page loads, how's your week been?", [("greet", None)]),
     ("apexv1_078", "How's the rest of the planning coming along?", [("greet", None)]),
     ("apexv1_030", "How did you like the webinar, was it useful for you?", [("greet", None)]),
-    ("apexv1_106", "That's the last field filled in; okay if I flag the work order ready so the "
-     "shop lead can schedule the repair?", [("offer", None)]),
+    ("apexv1_106", "Right, okay if I flag the work order ready so the shop lead can schedule the "
+     "repair?", [("offer", None)]),
     ("apexv1_022", "Otherwise I'd set the record ready for your account executive, okay?",
      [("offer", None)]),
 ])
