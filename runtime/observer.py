@@ -399,6 +399,8 @@ _GREET_STATEMENT = _rx(
     r"\b(welcome to|thanks for calling|thank you for calling)\b",
     r"\b(i will|i am going to|i can) be (helping|assisting) you\b",
 )
+_DESK_HELLO = re.compile(r"^(\w+ ){1,4}(hi|hello|hey)( there| \w+)?$")
+"""The desk's name and a hello ("Expense advice line, hi Ravi."): a greeting."""
 _GREET_PREFIX = re.compile(
     r"^(hello|hi|hey|hiya|howdy|greetings|(good )?(morning|afternoon|evening))( and welcome)?"
     r"( (there|again|everyone|all))?\b"
@@ -613,6 +615,8 @@ _OFFER = _rx(
     r"confirm|check|verify|double|read|note|record|put you|can|could|do|did|am|was|have|had|need|"
     r"miss)\b)[a-z]+",
     r"\b(i|we) would (just |then |now )?[a-z]+ .*\b(ok|all right|shall i|alright)$",
+    r"\b(i|we) can (just |now |go ahead and )?(?!(confirm|check|verify|read|note|see|hear|help|"
+    r"assist|tell|say|get|ask)\b)[a-z]+ .*\b(if that suits|if that works|yeah|ok|all right)$",
     r"\bwould it be worth (me|us|my|our)\b",
     r"\b(i|we) (can|could) (also |even |easily )?[a-z]+ .*\bif (that is|it is|that would be|it "
     r"would be|that will be) (useful|helpful|handy)\b",
@@ -946,7 +950,9 @@ _LOOKUP_LEAVE = _rx(
 what is looked up is a field."""
 _WAITS_FOR_LEAVE = re.compile(
     r"\b(nothing|none of it|no one|it|this|that) (\w+ ){0,3}(goes|gets|will go|will get|is|will be)"
-    r" (\w+ ){0,4}until you\b|\b(nothing|none of it) (\w+ ){0,4}until you\b")
+    r" (\w+ ){0,4}until you\b|\b(nothing|none of it) (\w+ ){0,4}until you\b"
+    r"|\b(i|we) (will |am going to |shall )?(hold off|wait|hold on|hold it|keep it|leave it)"
+    r"( \w+){0,3} until you\b")
 """A statement that the action waits for the caller's word: it asks nothing."""
 _ANOTHER_ONE = re.compile(r"\b(another|a second|a separate|the same kind of|a similar)\b")
 """A proposal for one more of a kind ("the same kind of request for another one of your crew")."""
@@ -2025,7 +2031,7 @@ class SemanticActObserver:
                                 if restated else [])]
 
         if _GREET.search(c.led) or _GREET.search(c.joined) or _SMALL_TALK.search(c.joined) or (
-            not question and (_GREET_STATEMENT.search(c.joined) or (
+            not question and (_GREET_STATEMENT.search(c.joined) or _DESK_HELLO.search(c.joined) or (
                 not c.previous and self._desk_intro(c.text, c.text)))
         ):
             held = _HOLD_THANKS.match(c.joined)

@@ -938,6 +938,16 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      "repair?", [("offer", None)]),
     ("apexv1_022", "Otherwise I'd set the record ready for your account executive, okay?",
      [("offer", None)]),
+    # after dev-25 and dev-26 were counted: "I'll hold off until you give me the go-ahead"
+    # asks nothing (their one false approval); the desk's name and a hello greets; "I can
+    # <verb> ..., yeah?" offers (a gated verb still asks leave)
+    ("apexv1_070", "Okay, I'll hold off until you give me the go-ahead again.", [("inform", None)]),
+    ("apexv1_082", "Expense advice line, hi Ravi. Employee ID?",
+     [("greet", None), ("ask", "employee_id")]),
+    ("apexv1_106", "All the fields are in, so I can mark the work order ready for the shop lead "
+     "now, yeah?", [("offer", None)]),
+    ("apexv1_001", "I can submit the enrollment now, yeah?",
+     [("request_approval", "commit:enr_1")]),
 ])
 def test_rules_of_the_ninth_and_tenth_rounds(task_id: str, text: str,
                                              expected: list[tuple[str, str | None]]) -> None:
