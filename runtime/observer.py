@@ -551,6 +551,14 @@ _APPROVAL_EXPLICIT_S = _rx(
     r"permission|ok|okay|say so|sign off|green light)\b",
 )
 
+_SUGGESTION = re.compile(
+    r"^(how about (i|we|me|us)|why do not (i|we)|what if (i|we)|how would you feel about (me|us|"
+    r"my|our))\b")
+"""A proposal put as a question-word suggestion ("Why don't I send it in now?")."""
+_WH_THING = re.compile(
+    r"^(which|what|whose) \w+( \w+)? (are|is|was|were|did|do|does|will) (we|you|they|he|she|i) ")
+"""A question for the thing the gated verb acts on ("which incident are we escalating"), not
+for leave."""
 _APPROVAL_FRAMES: tuple[tuple[str, ...], ...] = (
     ("shall", "i"), ("should", "i"), ("can", "i"), ("may", "i"), ("could", "i"),
     ("shall", "we"), ("should", "we"), ("can", "we"), ("may", "we"), ("could", "we"),
@@ -558,6 +566,9 @@ _APPROVAL_FRAMES: tuple[tuple[str, ...], ...] = (
     ("fine", "to"), ("ready", "to"), ("ok", "if", "i"), ("all", "right", "if", "i"),
     ("mind", "if", "i"), ("fine", "if", "i"), ("you", "like", "to"), ("you", "want", "to"),
     ("permission", "to"), ("approval", "to"), ("go", "ahead", "and"), ("want", "me", "to"),
+    ("why", "do", "not", "i"), ("why", "do", "not", "we"), ("what", "if", "i"),
+    ("what", "if", "we"), ("how", "about", "i"), ("how", "about", "we"), ("feel", "about", "me"),
+    ("feel", "about", "us"),
 )
 """'Shall I' / 'would you like me to' / 'is it OK to' ... followed by a gated verb."""
 
@@ -744,6 +755,7 @@ _GENERIC_PROCEED = _rx(
     r"\b(put|push)(ting|ing|es)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? "
     r"(through|in)\b",
     r"\b(put|push)(ting|ing|es)? (the|your) \w+( \w+)? and (the|your) \w+( \w+)? through\b",
+    r"\b(hand|send|put)(ing|s)? (the|your|this) \w+ \w+ (in|off|through)\b",
     r"\block(ing)? (that|this|the|your) (\w+ )?in\b",
     r"\bsend(ing)? (it|this|that|everything|the \w+|your \w+) (in|off|over|through|along)\b",
     r"\bpass(ing)? (it|this|that|everything|the \w+|your \w+) (along|on|over) to\b",
@@ -938,6 +950,8 @@ _LOOKUP_LEAVE = _rx(
     r"might) (i|we) (just |quickly |also |go ahead and )?(take a (moment|minute|second) to )?"
     + _LOOK,
     r"\bwould you mind (holding|waiting|bearing with me)\b",
+    r"\b(mind|do you mind|would you mind|is it (all right|ok|fine)) if (i|we) (just |quickly )?"
+    r"(put you on (a )?(short |brief |quick )?hold|" + _LOOK[1:],
     r"\bwould you (mind if (i|we)|allow (me|us)( a (moment|minute|second))? to) (just |quickly )?"
     + _LOOK,
     r"\b(would|do) you (like|want) (me|us) to (just |quickly |also )?" + _LOOK,
@@ -954,8 +968,11 @@ _WAITS_FOR_LEAVE = re.compile(
     r"|\b(i|we) (will |am going to |shall )?(hold off|wait|hold on|hold it|keep it|leave it)"
     r"( \w+){0,3} until you\b")
 """A statement that the action waits for the caller's word: it asks nothing."""
+_CLAUSE_BREAK = frozenset({"or", "but", "so", "because", "and"})
 _ANOTHER_ONE = re.compile(r"\b(another|a second|a separate|the same kind of|a similar)\b")
 """A proposal for one more of a kind ("the same kind of request for another one of your crew")."""
+_TIME_CLAUSE = frozenset({"once", "after", "when", "until", "before"})
+"""Words that put a gated verb after them in a time clause, not a proposal."""
 _SUBORDINATORS = frozenset({"before", "once", "after", "when", "until", "while", "as", "if"})
 _NEGATION = frozenset({"nothing", "not", "never", "no", "nobody"})
 _DETERMINER_BEFORE_NOUN = frozenset({
@@ -1100,7 +1117,12 @@ _CALLER_DID = re.compile(
     r"just |also |yet |maybe )?(\w+ed|sent|put|filed|submitted|lodged|booked|done|made|got|"
     r"gone|taken|handed|given|send|submit|file|lodge|book|put|hand|give)\b"
     r"|\b(you|he|she|they) (have |had |already |just )*(sent|filed|submitted|lodged|booked|"
-    r"emailed|forwarded)\b")
+    r"emailed|forwarded)\b"
+    # "Has Rachel already lodged a request?", "Will the rest of your crew be putting in their
+    # own requests?", "do you know if Dr. Singh's office already sent over your records"
+    r"|^((and|so|also|now) )*((do you know )?(if|whether) )?(has|have|did|will|does|do|is|are) "
+    r"(?!(i|we|you (like|want|mind|need))\b)(\w+ ){1,5}(already|yet|their own|his own|her own)\b"
+    r"|\bdo you know (if|whether) (\w+ ){1,5}already\b")
 """A question about what the caller (or someone else) did, not a proposal of the agent's."""
 _IS_WAS = frozenset({"is", "was", "are", "were"})
 _SUBJECTS = frozenset({"i", "you", "we", "it", "that", "this", "they", "she", "he"})
@@ -1905,6 +1927,12 @@ class SemanticActObserver:
         if m is not None:
             n_prefix = len(m.group(0).split())
             rest_words = words[n_prefix:]
+            parts = sentence.split(",")
+            if len(parts) > 2 and _words(parts[0]) == words[:n_prefix] and self._desk_intro(
+                    parts[1], sentence):
+                # "Good afternoon, Riverbend Heart and Vascular scheduling, this is Maria, ...":
+                # the desk's name is part of the greeting
+                rest_words = _words(",".join(parts[2:]))
             acts.append(Act(act="greet", text=sentence))
             if rest_words:
                 rest = _Clause.of(sentence, rest_words, question, previous)
@@ -2159,12 +2187,13 @@ class SemanticActObserver:
                                     or _GENERIC_PROCEED.search(" ".join(before))):
                 return False  # "Could you give me the date so I can put it in?": a request
         lead = c.words[c.lead()] if c.words else ""
-        if lead in _WH and not (_APPROVAL_EXPLICIT_Q.search(c.joined)
-                                or _APPROVAL_EXPLICIT_S.search(c.joined)):
-            return False  # "What happens after I submit?"
+        explicit = bool(_APPROVAL_EXPLICIT_Q.search(c.joined)
+                        or _APPROVAL_EXPLICIT_S.search(c.joined))
+        if lead in _WH and not explicit and not (
+                _SUGGESTION.match(c.led) and self._bind(c) is not None):
+            return False  # "What happens after I submit?" (not "Why don't I submit it now?")
         tail = _words(c.text.rsplit(",", 1)[1]) if "," in c.text else []
-        if tail and tail[0] in _WH and self._has_gated(tail) and not (
-                _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)):
+        if _WH_THING.match(" ".join(tail)) and self._has_gated(tail) and not explicit:
             return False  # "You're through to the desk, which incident are we escalating?"
         if self._is_approval_request(c, question):
             return True
@@ -2217,9 +2246,12 @@ class SemanticActObserver:
                 continue  # "for your files", "the right file": a noun
             if not self._agent_does(w, i):
                 continue  # "did the other insurer send over ...": someone else's act
+            if set(w[max(0, i - 3):i]) & _TIME_CLAUSE:
+                continue  # "... a confirmation by email once it's processed"
             end = i + max(len(q) for q in seqs)
             obj = self._object_stems(w, end)
-            if obj & _OTHER_VERSION or _ANOTHER_ONE.search(c.joined):
+            after = list(itertools.takewhile(lambda x: x not in _CLAUSE_BREAK, w[end:end + 10]))
+            if obj & _OTHER_VERSION or _ANOTHER_ONE.search(" ".join(after)):
                 obj.add("another")  # "last year's plan", "the old request"
             rules = [r for r in self._rules
                      if any(tuple(w[i:i + len(v)]) == v for v in r.verbs)] or self._rules

@@ -948,6 +948,35 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      "now, yeah?", [("offer", None)]),
     ("apexv1_001", "I can submit the enrollment now, yeah?",
      [("request_approval", "commit:enr_1")]),
+    # after dev-27 and dev-28 were counted: the desk's name after a greeting (a gated -ing
+    # word in it) and a gated verb in a time clause are no request (their two false
+    # approvals); a particle verb around a two-word object asks leave, and "another minute"
+    # in the next clause makes no other thing of it (their two misses)
+    ("apexv1_064", "Good afternoon, Riverbend Heart and Vascular scheduling, this is Maria, how "
+     "are you today?", [("greet", None)]),
+    ("apexv1_057", "would you like me to send you a written confirmation by email once it's "
+     "processed", [("offer", None)]),
+    ("apexv1_100", "Are you happy for me to hand the budget record in now?",
+     [("request_approval", "submit:bp_1")]),
+    ("apexv1_114", "Want me to hand this off now, or do you need another minute with the "
+     "channel?", [("request_approval", "submit:tl_1")]),
+    # what someone else did or will do is asked, not offered; leave to put the caller on hold
+    # for a lookup offers it
+    ("apexv1_010", "Has Rachel already lodged a request on her end for the rest of your crew?",
+     [("ask", None)]),
+    ("apexv1_064", "do you know if dr singh's office already sent over your records",
+     [("ask", None)]),
+    ("apexv1_082", "Mind if I put you on a short hold while I search the receipt rules?",
+     [("offer", None)]),
+    # suggestions put with a question word ask leave ("Why don't I ...?", "What if I ...?",
+    # "How would you feel about me ...?"); a question for another thing does not
+    ("apexv1_001", "Okay, why don't I go ahead and submit it?",
+     [("request_approval", "commit:enr_1")]),
+    ("apexv1_001", "Perfect, what if I submit it now?", [("request_approval", "commit:enr_1")]),
+    ("apexv1_001", "Alright, how would you feel about me submitting it now?",
+     [("request_approval", "commit:enr_1")]),
+    ("apexv1_001", "All done, how about I send it in?", [("request_approval", "commit:enr_1")]),
+    ("apexv1_001", "What if I submit a second claim?", [("ask", None)]),
 ])
 def test_rules_of_the_ninth_and_tenth_rounds(task_id: str, text: str,
                                              expected: list[tuple[str, str | None]]) -> None:
