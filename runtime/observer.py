@@ -420,8 +420,8 @@ _CLOSE = _rx(
     r"\benjoy (the|your) (time off|break|trip|holiday|vacation|leave|weekend|evening)\b",
     r"\bgood luck with\b",
     r"\bhave an? (very |really )?(great|good|nice|wonderful|lovely|fantastic|pleasant|blessed|"
-    r"terrific|"
-    r"excellent|awesome|super|safe|quiet) (\w+ )?(day|one|afternoon|evening|weekend|night|rest|"
+    r"terrific|excellent|awesome|super|safe|quiet) (\w+ )?(day|one|afternoon|evening|weekend|"
+    r"night|rest|"
     r"week|time|shift|trip|flight|holiday|break|quarter)\b",  # "have a great partner day"
     r"\b(good|nice|great|a pleasure) (doing business|working|talking|speaking) with you\b",
     r"\byou are (all )?(set|good to go|done|sorted)\b",
@@ -746,8 +746,8 @@ _GENERIC_PROCEED = _rx(
     r"\bget (it|this|that|things|everything|the \w+) (moving|going|rolling|underway|started)\b",
     # the causative: "Shall we get your enrollment submitted?"
     r"\b(i|we|us|me) (just |quickly |now )?get (it|this|that|everything|the \w+|your \w+) "
-    r"(submitted|sent|filed|booked|processed|"
-    r"committed|finalized|placed|scheduled|lodged|put through|sent off|sent in)\b",
+    r"(submitted|sent|filed|booked|processed|committed|finalized|placed|scheduled|lodged|"
+    r"put through|sent off|sent in)\b",
     r"\b(fire|shoot|pop)(s|ing)? (it|this|that|everything|them) (off|over|across|through)\b",
     r"\bmak(e|ing) (it|this|that|everything|the \w+|your \w+)( \w+)? official\b",
     r"\block(ing)? (it|this|that|everything|them|these)( all)? in\b",
@@ -969,6 +969,8 @@ _WAITS_FOR_LEAVE = re.compile(
     r"( \w+){0,3} until you\b")
 """A statement that the action waits for the caller's word: it asks nothing."""
 _CLAUSE_BREAK = frozenset({"or", "but", "so", "because", "and"})
+"""Where the words after a gated verb stop belonging to its object ("..., or do you need
+another minute")."""
 _ANOTHER_ONE = re.compile(r"\b(another|a second|a separate|the same kind of|a similar)\b")
 """A proposal for one more of a kind ("the same kind of request for another one of your crew")."""
 _TIME_CLAUSE = frozenset({"once", "after", "when", "until", "before"})
@@ -990,6 +992,7 @@ _THIRD_PARTY = frozenset({
 })
 """Nouns naming another person as the subject of a gated verb ("your doctor sent you")."""
 _TITLES = frozenset({"dr", "doctor", "mr", "mrs", "ms", "miss", "prof", "professor"})
+"""Titles before a name: the name is the subject ("why Dr. Singh sent you")."""
 _AUXILIARIES = frozenset({"is", "are", "was", "were", "will", "has", "have", "had", "would",
                           "could", "can", "did", "does", "do", "already", "just", "also"})
 
