@@ -950,12 +950,11 @@ _LOOKUP_LEAVE = _rx(
     r"might) (i|we) (just |quickly |also |go ahead and )?(take a (moment|minute|second) to )?"
     + _LOOK,
     r"\bwould you mind (holding|waiting|bearing with me)\b",
-    r"\b(mind|do you mind|would you mind|is it (all right|ok|fine)) if (i|we) (just |quickly )?"
-    r"(put you on (a )?(short |brief |quick )?hold|" + _LOOK[1:],
-    r"\bwould you (mind if (i|we)|allow (me|us)( a (moment|minute|second))? to) (just |quickly )?"
-    + _LOOK,
+    # ("alright" reads "all right": _words)
+    r"\b(mind|is it (all right|ok|fine)( with you)?) if (i|we) (just |quickly )?"
+    r"(put you on (a )?(short |brief |quick )?hold|" + _LOOK + ")",
+    r"\bwould you allow (me|us)( a (moment|minute|second))? to (just |quickly )?" + _LOOK,
     r"\b(would|do) you (like|want) (me|us) to (just |quickly |also )?" + _LOOK,
-    r"\bis it (alright|all right|ok|fine) (with you )?if (i|we) (just |quickly )?" + _LOOK,
     r"^(with your (permission|ok)|if it is (alright|all right|ok|fine) with you),? (i|we) will "
     r"(just |quickly |now )?" + _LOOK,
 )
@@ -973,9 +972,9 @@ _CLAUSE_BREAK = frozenset({"or", "but", "so", "because", "and"})
 another minute")."""
 _ANOTHER_ONE = re.compile(r"\b(another|a second|a separate|the same kind of|a similar)\b")
 """A proposal for one more of a kind ("the same kind of request for another one of your crew")."""
-_TIME_CLAUSE = frozenset({"once", "after", "when", "until", "before"})
-"""Words that put a gated verb after them in a time clause, not a proposal."""
 _SUBORDINATORS = frozenset({"before", "once", "after", "when", "until", "while", "as", "if"})
+_TIME_CLAUSE = _SUBORDINATORS - {"while", "as", "if"}
+"""Words that put a gated verb after them in a time clause, not a proposal."""
 _NEGATION = frozenset({"nothing", "not", "never", "no", "nobody"})
 _DETERMINER_BEFORE_NOUN = frozenset({
     "your", "the", "a", "an", "my", "our", "their", "his", "her", "its",
@@ -991,6 +990,7 @@ _THIRD_PARTY = frozenset({
     "lawyer", "attorney", "specialist", "referrer", "dentist", "surgeon", "boss",
 })
 """Nouns naming another person as the subject of a gated verb ("your doctor sent you")."""
+_OTHER_SUBJECTS = _THIRD_PERSON | _THIRD_PARTY
 _TITLES = frozenset({"dr", "doctor", "mr", "mrs", "ms", "miss", "prof", "professor"})
 """Titles before a name: the name is the subject ("why Dr. Singh sent you")."""
 _AUXILIARIES = frozenset({"is", "are", "was", "were", "will", "has", "have", "had", "would",
@@ -1004,7 +1004,7 @@ def _someone_else_does(w: list[str], i: int) -> bool:
     if not before:
         return False
     # "why Dr. Singh sent you": a title before the subject's name
-    return before[-1] in _THIRD_PERSON | _THIRD_PARTY or (
+    return before[-1] in _OTHER_SUBJECTS or (
         len(before) > 1 and before[-2] in _TITLES)
 _TRAILING_QUESTION = re.compile(
     r",\s*(?:(?:and|so|now|then|okay|ok|great|perfect|thanks|um|uh|erm|also)\s*,?\s*)*"
