@@ -305,6 +305,7 @@ _REQUEST_NOT_BY_LEAD = _rx(
     r"\b(could|can|would|will) you (please )?(tell|give|spell|provide|share|say|state|read|"
     r"let me know|repeat|walk me through|describe)\b",
     r"\bi would (love|like) to (hear|know|understand|learn)\b",
+    r"^it would help (me |us )?(to know|if you (could|can) (tell|give|share))\b",
     r"\bif you (can|could|do not mind|would not mind) (share|tell|give|say|read|walk)",
     r"^(tell|walk) me (about|what|how|through|a bit|a little)\b",
 )
@@ -336,6 +337,16 @@ _GREET = _rx(
     r"^it is (a|such a|always a) (pleasure|delight) to (assist|help|serve|speak with|talk (to|"
     r"with)|hear from|meet)\b",
     r"^(i )?(really |do )?appreciate you (making|taking|finding) (the )?time\b",
+    # small talk about the caller's day: "Busy morning in the shop?", "Long drive out to the
+    # site?", "Busy time of year for budgets, isn't it?", "How have you been feeling, by the
+    # way?", "..., isn't that always the way?"
+    r"^((oh|so|and|well) )*(busy|long|warm|hot|cold|rough|hectic|quiet|crazy|early|late|chilly|"
+    r"wet|sunny) (one|day|morning|afternoon|evening|week|shift|drive|time of year|monday|"
+    r"tuesday|wednesday|thursday|friday)( \w+){0,5}?( is not it| i would imagine| i imagine| "
+    r"i bet)?$",
+    r"^((oh|so|and|well) )*how (have|are) you (been )?(feeling|finding (\w+ ){0,3}|holding up|"
+    r"keeping)( by the way| so far| today)*$",
+    r"\bis not that always the way$",
 )
 _IF_AGREED = re.compile(
     r"(^|\b(and|so|then|but) )if (so|yes|it is|it all is|they are|that is (all )?(right|correct|ok|"
@@ -511,6 +522,16 @@ _CONFIRM = _rx(
     r"right)\b",
     r"\b(was|is|were|did) (everything|all of (it|that)|they all|those all|it all)\b.*\b(right|"
     r"correct|accurate|sound right|match)$",
+    # "Does everything I've noted down so far sound accurate to you?", "Have I captured
+    # everything correctly so far?", "Have I got it all?", "Anything to change?"
+    r"^(and |so )?(does|do) (everything|all of (it|that)|that all|it all)( \w+){0,6} (sound|look|"
+    r"seem) (right|correct|accurate|good|ok)( to you)?$",
+    r"^(and |so )?(have|did) i (\w+ )?(got|get|gotten|caught|catch|captured|capture|noted|taken) "
+    r"(it|that|them|everything|all of (it|that)|all that)( all)?( down)?( right| correctly| "
+    r"accurately)?( so far)?$",
+    r"^(and |so )?(anything|something) (i have|i) (missed|got wrong|gotten wrong|left out)$",
+    r"^(and |so )?(anything|something) (you would like |you want |you need )?to (change|correct|"
+    r"fix)( there| in there| so far)?$",
 )
 _EITHER_VALUE = _rx(r"^(sorry |so )?(was|is|did you say|were) (that|it|they) \w+.* or \w+")
 """'Was that four sites or five?': a value asked back as a choice."""
@@ -680,13 +701,14 @@ _HELP_TAG = _rx(
 """A question that only asks whether the agent's suggestion would help ("Would that help?")."""
 _I_CAN = _rx(r"\b(i|we) (can|could) (also |even |quickly )?[a-z]+\b")
 _SOURCE_REPORT = _rx(
-    r"\b(the|our|your|this|that) (current |new |old |\d+ )?(\w+ )?(policy|policies|guide|spec|"
+    r"\b(the|our|your|this|that) (current |new |old |\d+ )?((?!(is|are|was|were) )\w+ ){0,3}"
+    r"(policy|policies|guide|spec|"
     r"specification|rules?|catalogue|catalog|price book|standard|procedures?|handbook|checklist"
     r"|routing guide|rate card|register|scorecard)( \w+)? (says|say|gives|give|has|have|lists|"
     r"list|sets|set|states|allows|allow|puts|put|shows|show|recommends|recommend|requires|"
-    r"require|is|are)\b",
-    r"\b(according to|per|under|in|from|by) (the|our|your) (current |\d+ )?(\w+ ){0,2}(policy|"
-    r"guide|spec|specification|rules?|catalogue|catalog|price book|standard|procedures?|"
+    r"require|is|are|points to|point to|puts it|rates it)\b",
+    r"\b(according to|per|under|in|from|by|going by) (the|our|your) (current |\d+ )?(\w+ ){0,2}"
+    r"(policy|guide|spec|specification|rules?|catalogue|catalog|price book|standard|procedures?|"
     r"handbook|checklist|routing guide|rate card)\b",
     r"^(i|we) (have )?found (it|that|the|this)\b",
     # "I've checked our routing guide, and ...", "I looked it up in the known-issues guide"
@@ -755,7 +777,8 @@ _GENERIC_PROCEED = _rx(
     r"\b(put|push)(ting|ing|es)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? "
     r"(through|in)\b",
     r"\b(put|push)(ting|ing|es)? (the|your) \w+( \w+)? and (the|your) \w+( \w+)? through\b",
-    r"\b(hand|send|put)(ing|s)? (the|your|this) \w+ \w+ (in|off|through)\b",
+    r"\b(hand|send|put)(ing|s)? (the|your|this) \w+( \w+)? (in|off|through)\b",
+    r"\bhand(ing|s)? (it|this|that|everything|the \w+|your \w+)( \w+)? over\b",
     r"\block(ing)? (that|this|the|your) (\w+ )?in\b",
     r"\bsend(ing)? (it|this|that|everything|the \w+|your \w+) (in|off|over|through|along)\b",
     r"\bpass(ing)? (it|this|that|everything|the \w+|your \w+) (along|on|over) to\b",
@@ -767,6 +790,17 @@ _GENERIC_PROCEED = _rx(
     r"file|do that|do it)\b",
 )
 """Asking for the go-ahead without the rule's own verb ("Shall we make it official?")."""
+
+
+def _generic_proceed(joined: str) -> re.Match[str] | None:
+    """The first :data:`_GENERIC_PROCEED` phrase of a clause's joined words that is not
+    someone else's act ("Will your managing partner need to sign off on the budget?")."""
+    for m in _GENERIC_PROCEED.finditer(joined):
+        if not _someone_else_does(joined.split(), len(joined[:m.start()].split())):
+            return m
+    return None
+
+
 _ASKS_PERMISSION = _rx(
     r"\b(is|would) (that|this|it) (be )?(all right|ok|fine|good|alright)( with you| by you| for "
     r"you)?$",
@@ -917,6 +951,11 @@ _READY_LEAD_IN = _rx(
     r"everything is|we are|i am|you are|we have|i have)( all| now| pretty much)?( (everything|"
     r"it|all set|set|done|ready|in place|filled in|complete|covered|the lot|all i need|what we "
     r"need|everything (we|i) need|we need))\b",
+    # "That's every field filled in.", "The memo's all filled in.", "Every field's in."
+    r"^(ok |okay |so |alright |all right |right |great |perfect |and )*(that is |that is now )?"
+    r"((every (\w+ ){1,4}|everything |all (the )?\w+ )(is |are )?(all |now )?in|(every (\w+ ){1,4}|"
+    r"everything |the (whole |full )?(\w+ ){1,2}|all (the )?\w+ )(is |are )?(all |now |fully )?"
+    r"(filled in|filled out|done|captured|complete|completed|covered|finished))( now| then)?$",
 )
 """A sentence that only says the record is complete, before the proposal that follows it."""
 _RECAP_WORDS = _rx(
@@ -943,7 +982,7 @@ _STATUS_NEWS = _rx(
 """Information in a greeting or closing turn: a status, what happens next, a policy."""
 _LOOK = (r"(look (it |them |that |this |the \w+ )?(up|into|at)|pull (it |them |that )?up|search|"
          r"dig out|run (a|an|our|the|your) (\w+ ){0,2}(check|search|lookup)|"
-         r"check (the|our|whether|if|both|for))")
+         r"check (the|our|whether|if|both|for)|check (that|it|this|them) (against|with|in))")
 """The agent's own lookup after a request for leave."""
 _LOOKUP_LEAVE = _rx(
     r"^((so|and|now|ok|great|very good|alright|all right|right) )*(may|can|could|shall|should|"
@@ -951,9 +990,17 @@ _LOOKUP_LEAVE = _rx(
     + _LOOK,
     r"\bwould you mind (holding|waiting|bearing with me)\b",
     # ("alright" reads "all right": _words)
-    r"\b(mind|is it (all right|ok|fine)( with you)?) if (i|we) (just |quickly )?"
-    r"(put you on (a )?(short |brief |quick )?hold|" + _LOOK + ")",
+    r"\b(mind|is it (all right|ok|fine)( with you)?) if (i|we) (just |quickly )?(take a (moment|"
+    r"minute|second) to )?(put you on (a )?(short |brief |quick )?hold|" + _LOOK + ")",
     r"\bwould you allow (me|us)( a (moment|minute|second))? to (just |quickly )?" + _LOOK,
+    # a hold, a read-back of the draft, carrying on, a remote session: steps that need no
+    # approval ("Mind if I pop you on a short hold?", "Is it alright if I read the whole draft
+    # back to you?", "Mind a quick hold while I pull the price book?")
+    r"\b(mind|is it (all right|ok|fine)( with you)?|would it be (all right|ok|fine)) (if (i|we) |"
+    r"for (me|us) to |to )(just |quickly |first )?((pop|put|place|hold) you( on (a )?(short |brief "
+    r"|quick )?hold)?|read (it|this|that|everything|the (whole )?\w+|it all)( \w+)? back|"
+    r"(carry|keep|go) on|keep going|continue|connect to your \w+)\b",
+    r"\bmind (a|a quick|a short|a brief) (hold|moment|second)\b|\bmind (holding|hanging on)\b",
     r"\b(would|do) you (like|want) (me|us) to (just |quickly |also )?" + _LOOK,
     r"^(with your (permission|ok)|if it is (alright|all right|ok|fine) with you),? (i|we) will "
     r"(just |quickly |now )?" + _LOOK,
@@ -987,7 +1034,8 @@ _AGENT_MARKERS = frozenset({
 _THIRD_PERSON = frozenset({"he", "she", "they", "someone", "somebody", "nobody"})
 _THIRD_PARTY = frozenset({
     "doctor", "physician", "gp", "manager", "supervisor", "insurer", "employer", "landlord",
-    "lawyer", "attorney", "specialist", "referrer", "dentist", "surgeon", "boss",
+    "lawyer", "attorney", "specialist", "referrer", "dentist", "surgeon", "boss", "partner",
+    "partners", "director", "lender", "bank", "accountant", "cfo", "ceo", "colleague",
 })
 """Nouns naming another person as the subject of a gated verb ("your doctor sent you")."""
 _OTHER_SUBJECTS = _THIRD_PERSON | _THIRD_PARTY
@@ -997,10 +1045,16 @@ _AUXILIARIES = frozenset({"is", "are", "was", "were", "will", "has", "have", "ha
                           "could", "can", "did", "does", "do", "already", "just", "also"})
 
 
+_MODAL_FILLER = frozenset({"need", "needs", "want", "wants", "to", "going", "be", "able",
+                           "may", "might", "must", "should", "usually", "normally", "still"})
+"""Words between a subject and its verb that say nothing of who acts ("will your partner need
+to sign off")."""
+
+
 def _someone_else_does(w: list[str], i: int) -> bool:
     """The verb at ``i`` has a third person for subject ("why she is sending you", "they
     will submit it"): not the agent's act."""
-    before = [x for x in w[max(0, i - 4):i] if x not in _AUXILIARIES]
+    before = [x for x in w[max(0, i - 6):i] if x not in _AUXILIARIES and x not in _MODAL_FILLER]
     if not before:
         return False
     # "why Dr. Singh sent you": a title before the subject's name
@@ -1670,7 +1724,7 @@ class SemanticActObserver:
             if (acts[k].act == "request_approval" and (acts[k - 1].act == "inform" or (
                     acts[k - 1].act == "offer" and not acts[k - 1].text.rstrip().endswith("?")))
                     and (self._proposed_gated(acts[k - 1].text)
-                         or _GENERIC_PROCEED.search(" ".join(_words(acts[k - 1].text))))
+                         or _generic_proceed(" ".join(_words(acts[k - 1].text))))
                     and not self._has_gated(_words(acts[k].text))):
                 # "I can submit it now. Is that OK?" is one request, said in both sentences
                 _fold_into_next(acts, k - 1)
@@ -1803,9 +1857,11 @@ class SemanticActObserver:
         """"The policy gives sixteen weeks of paid leave.", "I found it: the meal per diem is
         seventy dollars": a statement reporting what a document says tells the caller
         something; it restates no value from the document (unless the agent says it recorded
-        it: "I've put sixteen weeks on the memo"). A value the caller gave, said in it, is
-        still restated: the caller hears it and corrects it if it is wrong."""
-        callers = self._caller_fields
+        it: "I've put sixteen weeks on the memo"). A value the caller gave, said before the
+        report begins, is still restated ("Chicago, okay, so under the travel policy ...": the
+        caller hears it and corrects it if it is wrong); one the report itself says is part of
+        what the document says ("I checked the routing guide, and medical privacy cases go to
+        ..."), as every writer of the corpus labels it."""
         out: list[Act] = []
         done: set[str] = set()
         announced: str | None = None  # "Found it." before the sentence that reports
@@ -1823,14 +1879,42 @@ class SemanticActObserver:
                     for a in acts):
                 out.append(act)
                 continue
+            callers = self._said_before_report(act.text, joined)
             if act.act == "read_back" and (act.artifact, act.field) in callers:
                 out.append(act)
+                if act.text not in done and not any(
+                        a.text == act.text and (a.act == "inform" or (
+                            a.act == "read_back" and (a.artifact, a.field) in callers))
+                        for a in acts[acts.index(act) + 1:]):
+                    # "Birth parent, okay, so under the policy you get sixteen weeks": the
+                    # restated value, then what the document says
+                    done.add(act.text)
+                    out.append(Act(act="inform", text=act.text))
             elif act.text not in done and not any(
                     a.text == act.text and a.act == "read_back"
                     and (a.artifact, a.field) in callers for a in acts):
                 done.add(act.text)
                 out.append(Act(act="inform", text=act.text))
         return out
+
+    def _said_before_report(self, text: str, joined: str) -> set[FieldKey]:
+        """The caller's fields whose value ``text`` says before its report of a document begins
+        (none when the report was announced in an earlier sentence): in the longest lead of the
+        text up to a comma, colon, semicolon or dash that ends before the report's words, or in
+        the words before the report."""
+        m = _SOURCE_REPORT.search(joined)
+        if m is None:
+            return set()
+        before = len(joined[:m.start()].split())
+        lead = ""
+        for cut in re.finditer(r"[,;:\u2014\u2013]|\s-\s", text):
+            if len(_words(text[:cut.start()])) > before:
+                break
+            lead = text[:cut.start()]
+        said = set(self._valued_fields(lead)) if lead else set()
+        if before:  # unpunctuated: "chicago okay so chicago is a tier one city under the ..."
+            said |= set(self._valued_fields(joined[:m.start()]))
+        return said & self._caller_fields
 
     @staticmethod
     def _recap_checked(acts: list[Act]) -> list[Act]:
@@ -2152,13 +2236,16 @@ class SemanticActObserver:
         clause does not count: "Before I submit it, what's your phone number?" asks a field."""
         agreed = _IF_AGREED.search(c.joined)
         if agreed:  # "If it is, I'll put the request through.": leave asked in a statement
-            rest = c.joined[agreed.end():].split()
-            if self._has_gated(rest) or _GENERIC_PROCEED.search(" ".join(rest)):
+            rest = list(itertools.takewhile(lambda x: x not in _TIME_CLAUSE,
+                                            c.joined[agreed.end():].split()))
+            # not a gated verb in a time clause: "If so, we'll let your lender know once the
+            # cancellation is processed."
+            if self._has_gated(rest) or _generic_proceed(" ".join(rest)):
                 return True
         leave = _IF_LEAVE.search(c.joined)
         if leave:
             named = leave.group("act").split()[:10]
-            if (self._has_gated(named) or _GENERIC_PROCEED.search(" ".join(named))
+            if (self._has_gated(named) or _generic_proceed(" ".join(named))
                     or _WILL_PROCEED.search(leave.group("act"))):
                 return True
         if c.words and c.words[0] in _SUBORDINATORS and "," in c.text:
@@ -2187,7 +2274,7 @@ class SemanticActObserver:
             before = c.joined[:purpose.start()].split()
             asks_caller = bool(_REQUEST.search(" ".join(before)) or set(before[:3]) & _WH)
             if asks_caller and not (self._has_gated(before)
-                                    or _GENERIC_PROCEED.search(" ".join(before))):
+                                    or _generic_proceed(" ".join(before))):
                 return False  # "Could you give me the date so I can put it in?": a request
         lead = c.words[c.lead()] if c.words else ""
         explicit = bool(_APPROVAL_EXPLICIT_Q.search(c.joined)
@@ -2200,15 +2287,15 @@ class SemanticActObserver:
             return False  # "You're through to the desk, which incident are we escalating?"
         if self._is_approval_request(c, question):
             return True
-        gated = self._has_gated(c.words) or bool(_GENERIC_PROCEED.search(c.joined))
+        gated = self._has_gated(c.words) or bool(_generic_proceed(c.joined))
         if gated and (question or _ASKS_PERMISSION.search(c.joined)):
             return bool(question or _ASKS_PERMISSION.search(c.joined))
         if (question or c.text.rstrip().endswith("?")) and self._bare_permission(c) and (
                 self._has_gated(c.previous)
-                or bool(_GENERIC_PROCEED.search(" ".join(c.previous)))):
+                or bool(_generic_proceed(" ".join(c.previous)))):
             return True
         return question and bool(_ASKS_PERMISSION.search(c.joined)) and bool(
-            _GENERIC_PROCEED.search(" ".join(c.previous)) or self._has_gated(c.previous))
+            _generic_proceed(" ".join(c.previous)) or self._has_gated(c.previous))
 
     def _object_stems(self, w: list[str], j: int) -> set[str]:
         """Content words of the phrase after a verb ending at ``j`` (up to a preposition)."""
@@ -2261,7 +2348,7 @@ class SemanticActObserver:
             rule = self._pick(rules, obj)
             if rule is not None:
                 return rule
-        generic = _GENERIC_PROCEED.search(c.joined)
+        generic = _generic_proceed(c.joined)
         if (generic or _PROCEED_ONLY.search(c.joined)
                 or _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)):
             if generic and foreign_anywhere:  # the verb itself is no object ("pass it along")

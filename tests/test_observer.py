@@ -626,10 +626,14 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
     # what a document says is information; what the agent recorded from it is a read-back
     ("apexv1_087", "I've looked it up, and the current policy gives sixteen weeks of paid "
      "leave.", [("inform", None)]),
-    # ... but a value the caller gave, said in it, is restated (the caller checks it); the
-    # act model (runtime/act_model.py) hears the policy fact around it as information too
+    # ... and so is a value the caller gave when the report says it (every writer of the
+    # corpus labels it so; changed in the eleventh round, it was a read-back before); a value
+    # the caller gave that leads the sentence before the report is restated (the caller checks
+    # it), the report after it is information
     ("apexv1_087", "I've looked it up, and the current policy gives birth parents sixteen "
-     "weeks of paid leave.", [("read_back", "leave_type"), ("inform", None)]),
+     "weeks of paid leave.", [("inform", None)]),
+    ("apexv1_087", "Birth parent, okay, so under the current policy you get sixteen weeks of "
+     "paid leave.", [("read_back", "leave_type"), ("inform", None)]),
     ("apexv1_087", "I've put sixteen weeks of paid leave on the memo.",
      [("read_back", "paid_weeks")]),
 ])
@@ -977,9 +981,45 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      [("request_approval", "commit:enr_1")]),
     ("apexv1_001", "All done, how about I send it in?", [("request_approval", "commit:enr_1")]),
     ("apexv1_001", "What if I submit a second claim?", [("ask", None)]),
+    # after dev-29 and dev-30 were counted: "If so, ..." after a question asks no leave for a
+    # gated verb in a time clause, and someone else's sign-off is asked (their two false
+    # approvals); a particle verb around a one-word object asks leave (their miss)
+    ("apexv1_057", "Is there a mortgage on the home? If so, we'll let your lender know once "
+     "the cancellation is processed.", [("ask", None), ("inform", None)]),
+    ("apexv1_057", "If so, I'll process the cancellation.",
+     [("request_approval", "submit:canc_1")]),
+    ("apexv1_078", "Does he need to sign off on it?", [("ask", None)]),
+    ("apexv1_078", "Can you sign off on the proposal?", [("request_approval", "submit:venue_1")]),
+    ("apexv1_114", "Okay if I hand the timeline off to engineering now?",
+     [("request_approval", "submit:tl_1")]),
+    ("apexv1_114", "Should I send the link over?", [("offer", None)]),
+    # a document's report of a value the caller gave is information, unless the value leads
+    # the sentence before the report begins
+    ("apexv1_038", "I checked our routing guide, and medical privacy cases go to the Employee "
+     "Relations Confidential queue, with restricted confidentiality and a response within two "
+     "business days.", [("inform", None)]),
+    ("apexv1_045", "Our known-issues guide says new MacBooks often block Huddle from the "
+     "microphone the first time it opens.", [("inform", None)]),
+    # leave for a hold, a read-back, carrying on: offers
+    ("apexv1_010", "Mind if I read the whole draft back to you before we wrap up?",
+     [("offer", None)]),
+    ("apexv1_010", "Is it alright if I read the whole draft back to you before anything else?",
+     [("offer", None)]),
+    ("apexv1_078", "What's the budget? And mind a quick hold while I pull the price book?",
+     [("ask", "room_budget"), ("offer", None)]),
+    ("apexv1_010", "Mind if I submit it now?", [("request_approval", "submit:badge_1")]),
+    # value-less checks; a lead-in that only says the record is complete; small talk
+    ("apexv1_011", "Have I captured everything correctly so far?", [("confirm", None)]),
+    ("apexv1_011", "Anything I've missed?", [("confirm", None)]),
+    ("apexv1_011", "Anything to add?", [("ask", None)]),
+    ("apexv1_087", "That's every section filled in. Shall I mark the memo ready so an HR "
+     "partner can review it?", [("offer", None)]),
+    ("apexv1_087", "The claim is in. Shall I send you a copy?",
+     [("inform", None), ("offer", None)]),
+    ("apexv1_102", "Warm one out at the plant today?", [("greet", None)]),
 ])
-def test_rules_of_the_ninth_and_tenth_rounds(task_id: str, text: str,
-                                             expected: list[tuple[str, str | None]]) -> None:
+def test_rules_of_the_later_rounds(task_id: str, text: str,
+                                   expected: list[tuple[str, str | None]]) -> None:
     assert _summary(_real(task_id).observe(text)) == expected
 
 
