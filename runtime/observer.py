@@ -309,6 +309,16 @@ _REQUEST_NOT_BY_LEAD = _rx(
     r"\bif you (can|could|do not mind|would not mind) (share|tell|give|say|read|walk)",
     r"^(tell|walk) me (about|what|how|through|a bit|a little)\b",
 )
+_WONDER = _rx(
+    r"\bi would (also )?(like|love) to know\b",
+    r"\bi (was|am) (also |just )?wondering (whether|if|what|how|when|where|who|which|about)\b",
+    r"\bi am (also |just )?curious (whether|if|what|how|when|where|who|which|about)\b",
+    r"\bit would help (me|us|the \w+) to know\b",
+    r"\b(kindly|please) tell me\b(?! how (i|we) (can|may|could|might) (help|assist))",
+    r"^((so|and|uh|um) )*tell me (what|how|which|when|where|who|whether|if)\b",
+)
+"""A question put as a statement ("I was also wondering whether you get a code", "kindly tell
+me since which day"): it asks, with or without a field."""
 _REQUEST = _rx(_REQUEST_NOT_BY_LEAD.pattern, _REQUEST_BY_LEAD.pattern)
 """Request forms that make a statement ask for a field ("I'll need your employee ID.")."""
 
@@ -713,9 +723,11 @@ _SOURCE_REPORT = _rx(
     r"^(i|we) (have )?found (it|that|the|this)\b",
     # "I've checked our routing guide, and ...", "I looked it up in the known-issues guide"
     r"\b(i|we) (have |just )?(checked|looked at|looked in|looked it up in|pulled up|consulted|"
-    r"searched|went through|ran) (the|our|your) (\w+ ){0,2}(policy|guide|spec|specification|"
-    r"rules|catalogue|catalog|price book|standard|procedures|handbook|checklist|rate card|"
-    r"register|scorecard|records|system|knowledge base)\b",
+    r"searched|went through|ran|looked up) (the|our|your|in the|in our) (\w+ ){0,3}(policy|guide|"
+    r"spec|specification|rules|catalogue|catalog|price book|standard|procedures|handbook|"
+    r"checklist|rate card|register|scorecard|records|system|knowledge base|calendar|invoice|"
+    r"shipments|shipping|diary|schedule)\b",
+    r"^(i|we) (have |just )?checked (shipments|shipping|the calendar|the invoice)\b",
     r"^(okay |ok |right |alright )?(found it|here it is|here we go|it came back)$",
     r"^(okay |ok |right |so |alright )*here it is\b",
 )
@@ -733,6 +745,22 @@ _RECORDED = _rx(
     r"\b(i|we) (have )?(got|have) you (down|listed)\b",  # "I've got you down as Gloria Haynes"
 )
 """The agent says it wrote a value into the record ("I've put sixteen weeks on the memo")."""
+_RECORDED_AS = _rx(
+    r"\b(i|we) (have )?(got )?(the|your|it|that|this)( \w+){0,3} (down |set |listed )?as\b",
+    r"\bdown as\b",
+    r"\b(is|are|was) (now )?(set|marked|down|noted|recorded|logged|showing) (to|as|at)\b",
+    r"\b(i|we) (will|shall|would) (just )?(note|record|mark|put|log|apply|set)\b",
+    r"\b(it is|that is) (fixed|corrected|updated|changed)\b",
+    r"\b(i|we) (have )?(moved|switched|recommended|applied)\b",
+    r"\b(on|in) the (memo|record|form|ticket|work order|file|order|request|plan|checklist|"
+    r"draft|proposal)\b",
+    r"\b(status|it) shows\b",
+    r"\b(i|we) (have )?(got )?(the|your|it|that|this)( \w+){0,3} set to\b",
+    r"\bit should (be|have been)\b",
+    r"\b(it is|then)$",
+)
+"""More ways of saying a value is recorded ("I've got the status as submitted", "I'll note the
+ten percent", "twenty percent at four thirty-two it is")."""
 _OFFER_NOT = _rx(
     r"\b(would|do) you (like|want) to (add|change|update|keep|go with|use|stay|enroll|"
     r"include|list|name|put|make|cover|choose|pick|select)\b",
@@ -878,6 +906,24 @@ _SMALL_TALK = _rx(
     r"\b(you|are you) keeping (cool|warm|hydrated|dry)\b",
     r"^(so |and )?how was [a-z]+( \w+)?(, apart from| apart from|$)",
     r"^(so |and )?how did it go\b",
+    # "Oh nice, sounds like a big job", "Oh wow, sounds like a crazy week at the warehouse,
+    # huh?", "you guys busy this time of year?", "Is the shop busy as always this week?", "Are
+    # the little ones alright back there?", "how has your week started so far?", "How did the
+    # last audit season treat your team?", "Did you enjoy the webinar, by the way?", "A
+    # partner day sounds lovely.", "Exciting times with the new site, I imagine."
+    r"^((oh|ah|wow|nice|great|lovely|right|okay|ok|no worries) )*sounds like (a|it|you|the)\b",
+    r"\b(crazy|busy|long|big|rough|hectic) (week|day|shift|job|morning|season)\b",
+    r"\bbusy (this time of year|as always|as ever)\b",
+    r"^((oh|so|and) )?(is|are) (the|your) (little )?\w+ (busy|alright|all right|ok|okay|keeping "
+    r"busy|doing ok|doing okay)(( as always| as ever)( this week| today)?|( as always| as ever)?"
+    r"( back there| this week| today| at the \w+))$",
+    r"^((so|and|lovely|great|oh|nice|okay|ok|perfect) )*how (has|did) (your|the) (\w+ ){0,3}(week|"
+    r"day|season|morning|shift|month) "
+    r"(started|treat|treated|begun|been)\b",
+    r"^((oh|so|and) )?(did you|how did you) (enjoy|like|find) (the|your) \w+( \w+)?,? by the way$",
+    r"^((oh|ah|a|an|the|your) )*(\w+ ){1,3}sounds (lovely|great|fun|exciting|wonderful|like fun)$",
+    r"^exciting (times|stuff|news)\b",
+    r"\bhow was \w+,? by the way\b",
 )
 _PRO_FORM = _rx(r"\b(do|go ahead with|proceed with|go ahead and do) (that|it|this)\b")
 """Leave asked for what the previous sentence said: "Is it alright if I do that now?"."""
@@ -954,8 +1000,10 @@ _READY_LEAD_IN = _rx(
     # "That's every field filled in.", "The memo's all filled in.", "Every field's in."
     r"^(ok |okay |so |alright |all right |right |great |perfect |and )*(that is |that is now )?"
     r"((every (\w+ ){1,4}|everything |all (the )?\w+ )(is |are )?(all |now )?in|(every (\w+ ){1,4}|"
-    r"everything |the (whole |full )?(\w+ ){1,2}|all (the )?\w+ )(is |are )?(all |now |fully )?"
-    r"(filled in|filled out|done|captured|complete|completed|covered|finished))( now| then)?$",
+    r"everything |the (whole |full )?(\w+ ){1,2}|all (the )?\w+ |all )(is |are )?"
+    r"(all |now |fully )?(filled in|filled out|done|captured|complete|completed|covered|"
+    r"finished|recorded|in place|entered))( now| then| on my (side|end)| at my end)?"
+    r"( (mr|mrs|ms|miss|dr) \w+| \w+)?$",
 )
 """A sentence that only says the record is complete, before the proposal that follows it."""
 _RECAP_WORDS = _rx(
@@ -1012,7 +1060,10 @@ _WAITS_FOR_LEAVE = re.compile(
     r"\b(nothing|none of it|no one|it|this|that) (\w+ ){0,3}(goes|gets|will go|will get|is|will be)"
     r" (\w+ ){0,4}until you\b|\b(nothing|none of it) (\w+ ){0,4}until you\b"
     r"|\b(i|we) (will |am going to |shall )?(hold off|wait|hold on|hold it|keep it|leave it)"
-    r"( \w+){0,3} until you\b")
+    r"( \w+){0,3} until you\b"
+    # "Please be informed that I will not commit anything until you give me the word again."
+    r"|\b(i|we) (will not|would not|shall not|cannot|am not going to|do not|are not going to) "
+    r"(\w+ ){1,4}until you\b")
 """A statement that the action waits for the caller's word: it asks nothing."""
 _CLAUSE_BREAK = frozenset({"or", "but", "so", "because", "and"})
 """Where the words after a gated verb stop belonging to its object ("..., or do you need
@@ -1083,6 +1134,14 @@ _LATE_QUESTION = re.compile(
 )
 """A question after a lead-in clause, with or without its question mark ("Before I finalize,
 what date should it start")."""
+_NEWS_BEFORE_CLOSE = _rx(
+    r"\b(will|is going to) (look|pick|reach|be in touch|receive|review|see|get|call|contact|"
+    r"follow|place|process|send|come|go|have)\b",
+    r"\b(is|are|has been|have been|was|is now) (submitted|committed|routed|escalated|sent|"
+    r"booked|logged|marked|filed|processed|on its way|on their way|placed|confirmed|done)\b",
+    r"\b(it is|that is|they are) (all )?(logged|recorded|in|through|done|sorted)\b",
+)
+"""News said before a send-off in the same sentence: what happens next, a status."""
 _NEWS = re.compile(
     r"\b(submitted|booked|sent|filed|processed|scheduled|on its way|confirmation|email|will|"
     r"has been|have been|is (now )?(booked|done|in|ready|set)|refund|reference|ticket number|"
@@ -1579,6 +1638,9 @@ class SemanticActObserver:
                     values.append(((artifact.id, f.name), f, vals))
         self._values = values
         self._caller_fields = frozenset(key for key, _, _ in values)
+        self._worked_out = frozenset((a.id, f.name) for a in task.artifacts for f in a.fields
+                                     if f.source.fact is None)
+        """Fields whose value the caller never gives: a document's or the instruction's."""
         # the field holding the caller's own name (asked by "Who am I speaking with?")
         persona = canonical_text(task.user.persona.name)
         self._caller_name = [key for key, _, vals in values
@@ -1750,6 +1812,7 @@ class SemanticActObserver:
             k > 0 and a.act == "request_approval" and acts[k - 1].act == "request_approval"
             and acts[k - 1].action == a.action)]  # "If that works, I'll commit it. A go?"
         acts = self._source_reports(acts)
+        acts = self._reported_values(acts)
         acts = self._recap_checked(acts)
         restated = {(a.artifact, a.field) for a in acts
                     if a.act in ("read_back", "confirm") and a.field}
@@ -1897,6 +1960,27 @@ class SemanticActObserver:
                 out.append(Act(act="inform", text=act.text))
         return out
 
+    def _reported_values(self, acts: list[Act]) -> list[Act]:
+        """"On terms, you qualify for net forty-five.", "So the disposition is rework.": a value
+        the caller never gave (a lookup's result, a rule's outcome), stated outside a recap and
+        without saying it was recorded, reports it; it restates nothing ("I've put the
+        disposition down as rework" does)."""
+        if any(a.act == "summarize" for a in acts):
+            return acts
+        out: list[Act] = []
+        for text in dict.fromkeys(a.text for a in acts):
+            mine = [a for a in acts if a.text == text]
+            joined = " ".join(_words(text))
+            if (text.rstrip().endswith("?") or _RECORDED.search(joined)
+                    or _RECORDED_AS.search(joined) or _SO_LEAD.match(joined)
+                    or len(_words(text)) <= 8):
+                out += mine  # "I've got the status as submitted.", "So that's ...", "Great,
+                continue     # one fifty in goodwill."
+            kept = [a for a in mine if not (a.act == "read_back" and a.field
+                                            and (a.artifact, a.field) in self._worked_out)]
+            out += kept or [Act(act="inform", text=text)]
+        return out
+
     def _said_before_report(self, text: str, joined: str) -> set[FieldKey]:
         """The caller's fields whose value ``text`` says before its report of a document begins
         (none when the report was announced in an earlier sentence): in the longest lead of the
@@ -2035,7 +2119,8 @@ class SemanticActObserver:
         return unique
 
     def _classify(self, c: _Clause) -> list[Act]:
-        question = c.question or self._question_form(c) or bool(_LATE_QUESTION.search(c.text))
+        question = (c.question or self._question_form(c) or bool(_LATE_QUESTION.search(c.text))
+                    or bool(_WONDER.search(c.joined)))
         summary = [Act(act="summarize", text=c.text)] if (
             _SUMMARIZE.search(c.joined) or self._recap_list(c.text)
             or self._announces_recap(c)) else []
@@ -2086,7 +2171,12 @@ class SemanticActObserver:
             return [*summary, Act(act="offer", text=c.text)]
 
         if _CLOSE_ANY.search(c.joined) or (not question and _CLOSE.search(c.joined)):
-            return [*summary, Act(act="close", text=c.text)]
+            news = [Act(act="inform", text=c.text)] if any(
+                _NEWS_BEFORE_CLOSE.search(" ".join(_words(part)))
+                for part in re.split(r",|;|\bso\b", c.text)[:-1]) else []
+            # "..., the hiring manager will look over the notes and we'll be in touch, so,
+            # um, take care!": what happens next, then the send-off
+            return [*summary, *news, Act(act="close", text=c.text)]
 
         if len(fields) == 1 and fields[0] in stated:
             # one field named with its value owns that value; another field stays stated only

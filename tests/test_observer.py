@@ -1017,6 +1017,30 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     ("apexv1_087", "The claim is in. Shall I send you a copy?",
      [("inform", None), ("offer", None)]),
     ("apexv1_102", "Warm one out at the plant today?", [("greet", None)]),
+    # after dev-31 and dev-32 were counted: a refusal to act until the caller says so asks
+    # nothing (their one false approval); completion lead-ins with "recorded", "on my side"
+    # and a name fold into the proposal; a lookup reported after "I have looked up ..."
+    ("apexv1_070", "Please be informed that I will not commit anything until you give me the "
+     "word again.", [("inform", None)]),
+    ("apexv1_057", "All is complete on my side, Mr. Bell. Shall I go ahead and put the "
+     "cancellation through?", [("request_approval", "submit:canc_1")]),
+    ("apexv1_087", "I have looked up the parental leave policy: a birth parent receives sixteen "
+     "weeks of paid leave.", [("inform", None)]),
+    # a value the caller never gives (a rule's outcome), stated without saying it was recorded,
+    # is information; said as recorded it is restated
+    ("apexv1_118", "Under QP-14, a hole that's no more than a tenth of a millimeter below the "
+     "lower limit can be reamed, so the disposition is rework, not scrap.", [("inform", None)]),
+    ("apexv1_118", "I've put the disposition down as rework.", [("read_back", "disposition")]),
+    # small talk; news before a send-off; questions put as statements
+    ("apexv1_106", "Is the shop busy as always this week?", [("greet", None)]),
+    ("apexv1_001", "Lovely, how has your week started so far?", [("greet", None)]),
+    ("apexv1_011", "That's everything I needed, Marcus, the hiring manager will look over the "
+     "notes and we'll be in touch about next steps, so, um, take care!",
+     [("inform", None), ("close", None)]),
+    ("apexv1_041", "I was also wondering whether you get one of those extra codes when you sign "
+     "in.", [("ask", "mfa_method")]),
+    ("apexv1_114", "Hello, Loomwork escalation desk, please tell me how I can help you.",
+     [("greet", None)]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
