@@ -450,6 +450,10 @@ _CLOSE = _rx(
     r"(?<=\w )good day to you$", r"\bmind how you go\b",
     r"\b(a pleasure|pleasure|nice|good|great) doing business\b", r"\btake it easy\b",
     r"\bhope the rest of your (day|shift|week|afternoon|evening|weekend)\b",
+    # "..., and enjoy the rest of your first week!", "I hope the partner day is a huge success!"
+    r"\benjoy the rest of (your|the) (\w+ )?(day|week|weekend|afternoon|evening|shift|trip)\b",
+    r"\bhope (the|your) \w+( \w+)? (is|goes) (a )?(huge |great |big |real )?(success|well|"
+    r"smoothly)\b",
     r"\bcatch you (later|next time|on the (next|flip) (one|side))\b",
     r"\btalk (to you )?(soon|later)\b",
     # at the end of what is said: "Thank you for your patience, three one two ..." is no close
@@ -720,7 +724,8 @@ _SOURCE_REPORT = _rx(
     r"\b(according to|per|under|in|from|by|going by) (the|our|your) (current |\d+ )?(\w+ ){0,2}"
     r"(policy|guide|spec|specification|rules?|catalogue|catalog|price book|standard|procedures?|"
     r"handbook|checklist|routing guide|rate card)\b",
-    r"^(i|we) (have )?found (it|that|the|this)\b",
+    r"^((thanks|thank you) (so much )?for (holding|waiting|your patience) )?(i|we) (have )?found "
+    r"(it|that|the|this)\b",
     # "I've checked our routing guide, and ...", "I looked it up in the known-issues guide"
     r"\b(i|we) (have |just )?(checked|looked at|looked in|looked it up in|pulled up|consulted|"
     r"searched|went through|ran|looked up) (the|our|your|in the|in our) (\w+ ){0,3}(policy|guide|"
@@ -911,7 +916,9 @@ _SMALL_TALK = _rx(
     # the little ones alright back there?", "how has your week started so far?", "How did the
     # last audit season treat your team?", "Did you enjoy the webinar, by the way?", "A
     # partner day sounds lovely.", "Exciting times with the new site, I imagine."
-    r"^((oh|ah|wow|nice|great|lovely|right|okay|ok|no worries) )*sounds like (a|it|you|the)\b",
+    r"^((oh|ah|wow|nice|great|lovely|right|okay|ok|no worries|that) )*sounds like (a|it|you|"
+    r"the|your)\b",
+    r"\bhow is \w+( \w+)? (shaping up|treating you)\b",
     r"\b(crazy|busy|long|big|rough|hectic) (week|day|shift|job|morning|season)\b",
     r"\bbusy (this time of year|as always|as ever)\b",
     r"^((oh|so|and) )?(is|are) (the|your) (little )?\w+ (busy|alright|all right|ok|okay|keeping "
@@ -1813,7 +1820,6 @@ class SemanticActObserver:
             and acts[k - 1].action == a.action)]  # "If that works, I'll commit it. A go?"
         acts = self._source_reports(acts)
         acts = self._reported_values(acts)
-        acts = self._recap_checked(acts)
         restated = {(a.artifact, a.field) for a in acts
                     if a.act in ("read_back", "confirm") and a.field}
         if len(restated) >= 2 and not any(a.act == "summarize" for a in acts):
@@ -1930,9 +1936,9 @@ class SemanticActObserver:
         announced: str | None = None  # "Found it." before the sentence that reports
         for act in acts:
             joined = " ".join(_words(act.text))
-            if act.act == "inform" and _SOURCE_REPORT.search(joined) and len(_words(
-                    act.text)) <= 4:
-                announced = act.text
+            if act.act == "inform" and _SOURCE_REPORT.search(joined) and (
+                    len(_words(act.text)) <= 4 or not self._valued_fields(act.text)):
+                announced = act.text  # "Found it.", "I've found the current leave policy."
             if act.act not in ("read_back", "summarize") or act.text.rstrip().endswith("?"):
                 out.append(act)
                 continue
@@ -1999,26 +2005,6 @@ class SemanticActObserver:
         if before:  # unpunctuated: "chicago okay so chicago is a tier one city under the ..."
             said |= set(self._valued_fields(joined[:m.start()]))
         return said & self._caller_fields
-
-    @staticmethod
-    def _recap_checked(acts: list[Act]) -> list[Act]:
-        """"Here's the draft: Daniel Osei, North Tower, … Does all of that look right?": a
-        recap that a question then asks the caller to check is a confirm of each field it
-        restates, the check itself no separate act."""
-        for k in range(1, len(acts)):
-            check = acts[k]
-            if check.act != "confirm" or check.field or check.text == acts[k - 1].text:
-                continue
-            before = [i for i, a in enumerate(acts) if a.text == acts[k - 1].text]
-            fields = [i for i in before if acts[i].act == "read_back" and acts[i].field]
-            if len(fields) < 2:
-                continue
-            out = list(acts)
-            for i in fields:
-                out[i] = acts[i].model_copy(update={"act": "confirm"})
-            del out[k]
-            return out
-        return acts
 
     def fields_in(self, text: str) -> list[FieldKey]:
         """The fields a text names (lexicon) or states a caller's value of (remembered per

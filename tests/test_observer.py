@@ -539,10 +539,17 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
      "me to do that now?", [("inform", None), ("request_approval", "commit:order_1")]),
     ("apexv1_076", "I can commit the order now. Is that okay?",
      [("request_approval", "commit:order_1")]),
-    # a recap the next question asks the caller to check: each field confirmed
+    # a recap stated, then a question asking the caller to check it: read-backs and a confirm
+    # without field (rule 3 read literally, and how most writers label it; one confirm per
+    # field until the eleventh round)
     ("apexv1_010", "Here's the draft: Daniel Osei, Brightline Electrical, North Tower. Does "
-     "all of that look right?", [("summarize", None), ("confirm", "full_name"),
-                                  ("confirm", "company"), ("confirm", "building")]),
+     "all of that look right?", [("summarize", None), ("read_back", "full_name"),
+                                  ("read_back", "company"), ("read_back", "building"),
+                                  ("confirm", None)]),
+    # with the check as a tag of the same sentence, each field is confirmed
+    ("apexv1_010", "So that's Daniel Osei, Brightline Electrical, North Tower, right?",
+     [("summarize", None), ("confirm", "full_name"), ("confirm", "company"),
+      ("confirm", "building")]),
     # requests in the imperative, after a lead-in clause
     ("apexv1_082", "Before I look at the policy, give me your employee ID.",
      [("ask", "employee_id")]),
@@ -576,7 +583,8 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
     ("apexv1_064", "I went through those numbers pretty quickly, did they all sound right?",
      [("confirm", None)]),
     ("apexv1_041", "Desktop, Edge, text codes. Sound right?",
-     [("summarize", None), ("confirm", "browser"), ("confirm", "device")]),
+     [("summarize", None), ("read_back", "browser"), ("read_back", "device"),
+      ("confirm", None)]),
     # a name asked back a word longer or shorter, or one item of a list of names
     ("apexv1_118", "Rosa del Gardo?", [("confirm", "hold_owner")]),
     ("apexv1_030", "So it's you and Victor Hall signing off?", [("confirm", "decision_makers")]),
@@ -610,7 +618,8 @@ def test_numbers_inside_codes_and_times(task_id: str, text: str,
     ("apexv1_070", "Can you tell me where you are calling from?", [("ask", None)]),
     # more short checks; a spelled name asked back
     ("apexv1_070", "Sam Okafor covering, Dana Whitfield as manager. All good?",
-     [("summarize", None), ("confirm", "manager"), ("confirm", "covering_colleague")]),
+     [("summarize", None), ("read_back", "manager"), ("read_back", "covering_colleague"),
+      ("confirm", None)]),
     ("apexv1_076", "Anything off there?", [("confirm", None)]),
     ("apexv1_041", "Is that Haines, H A I N E S?", [("confirm", "requester_name")]),
     # a value acknowledged in a word ("nice", "got it"), an identifier by its number alone
@@ -1041,6 +1050,19 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      "in.", [("ask", "mfa_method")]),
     ("apexv1_114", "Hello, Loomwork escalation desk, please tell me how I can help you.",
      [("greet", None)]),
+    # after dev-33 and dev-34 were counted (no approval errors in either): thanks and a wish
+    # for the rest of the week close; an announced lookup with no value announces the report
+    # after it; "Thanks for holding, I found it: ..." reports; more small talk
+    ("apexv1_045", "Thanks so much for calling, Jordan, and enjoy the rest of your first week!",
+     [("close", None)]),
+    ("apexv1_078", "Thanks so much for choosing Harbourside, and I hope the partner day is a "
+     "huge success!", [("close", None)]),
+    ("apexv1_087", "I've found the current parental leave policy. As the birth parent you're "
+     "entitled to sixteen weeks of paid leave.", [("inform", None), ("inform", None)]),
+    ("apexv1_045", "Thanks for holding, I found it: on a new MacBook, macOS often blocks Huddle "
+     "from using the microphone the first time the app starts.", [("inform", None)]),
+    ("apexv1_030", "How's spring shaping up over there, by the way?", [("greet", None)]),
+    ("apexv1_097", "That sounds like a real headache for your team.", [("greet", None)]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
