@@ -311,6 +311,9 @@ _REQUEST_NOT_BY_LEAD = _rx(
 )
 _WONDER = _rx(
     r"\bi would (also )?(like|love) to know\b",
+    # "I'd also like to note a reason for the leave"
+    r"\bi would (also )?like to (note|jot down|record|write down|get) (what|a|an|the|your|how|"
+    r"when|which|who)\b",
     r"\bi (was|am) (also |just )?wondering (whether|if|what|how|when|where|who|which|about)\b",
     r"\bi am (also |just )?curious (whether|if|what|how|when|where|who|which|about)\b",
     r"\bit would help (me|us|the \w+) to know\b",
@@ -657,7 +660,8 @@ _OFFER = _rx(
     r"information|more details|info) (on|for|about)\b",
     r"^((so|and|now) )*(ok|all right|fine|cool) (if|for) (i|me|we|us) (to )?(just )?"
     r"(?!(ask|get|have|grab|take|confirm|check|verify|double|read|note|record|put you)\b)[a-z]+",
-    r"\b(ok|all right|fine|cool) if (i|we) (just |go ahead and )?(?!(ask|get|have|grab|take|"
+    r"\b(ok|all right|fine|cool)( with you| by you)? if (i|we) (just |go ahead and )?(?!(ask|get|"
+    r"have|grab|take|"
     r"confirm|check|verify|double|read|note|record|put you|can|could|do|did|am|was|have|had|need|"
     r"miss)\b)[a-z]+",
     r"\b(i|we) would (just |then |now )?[a-z]+ .*\b(ok|all right|shall i|alright)$",
@@ -841,7 +845,8 @@ _ASKS_PERMISSION = _rx(
     r"^(ok|all right|fine|good) (with|by|for) you$",
     r"\bif (you are|that is) (happy|ok|fine|good|comfortable|all right|cool)"
     r"( with (that|it|you)| for me to| for me to do that)?$",
-    r"\b(would|will|is) it (be )?(all right|ok|fine|good) (if|for) (i|me|we|us)\b",
+    r"\b(would|will|is) it (be )?(all right|ok|fine|good)( with you| by you)? (if|for) (i|me|we|"
+    r"us)\b",
     r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) (with|for) (me|us) "
     r"(to |\w+ing\b)",
     r"^((all right|ok|so|right) )*(am i |are we )?(good|clear) to\b",
@@ -849,6 +854,7 @@ _ASKS_PERMISSION = _rx(
     r"\b(am|are) (i|we) (good|ok|clear|all right|fine|set) to\b",
     r"\b(are )?you (happy|ok|fine|good|comfortable|all right) (for|with) (me|us) to\b",
     r"\b(ok|all right|fine|cool) (if|for) (i|me|us|we)\b",
+    r"\b(ok|all right|fine|cool) (with|by) you if (i|we)\b",  # "Okay with you if I do that now?"
     r"\bdo (i|we) have (your|the) (go ahead|ok|approval|permission|green light)\b",
     r"\bsay the word\b",
     r"\b(can|may|shall|should) (i|we) (go ahead|proceed)\b",
@@ -916,10 +922,15 @@ _SMALL_TALK = _rx(
     # the little ones alright back there?", "how has your week started so far?", "How did the
     # last audit season treat your team?", "Did you enjoy the webinar, by the way?", "A
     # partner day sounds lovely.", "Exciting times with the new site, I imagine."
-    r"^((oh|ah|wow|nice|great|lovely|right|okay|ok|no worries|that) )*sounds like (a|it|you|"
+    r"^((oh|ah|wow|nice|great|lovely|right|okay|ok|no worries|that|no|oh no) )*sounds like (a|"
+    r"it|you|"
     r"the|your)\b",
-    r"\bhow is \w+( \w+)? (shaping up|treating you)\b",
-    r"\b(crazy|busy|long|big|rough|hectic) (week|day|shift|job|morning|season)\b",
+    r"\bhow is (\w+ ){1,4}(shaping up|treating you)\b",
+    r"\bkeeping you (busy|on your toes)\b",
+    r"^((oh|so|and) )*(the )?\w+( \w+)? doing (alright|all right|ok|okay|well)( back there| "
+    r"today)?$",
+    r"\b(crazy|busy|long|big|rough|hectic) (week|day|shift|job|morning|season|quarter|night|"
+    r"month|year)\b",
     r"\bbusy (this time of year|as always|as ever)\b",
     r"^((oh|so|and) )?(is|are) (the|your) (little )?\w+ (busy|alright|all right|ok|okay|keeping "
     r"busy|doing ok|doing okay)(( as always| as ever)( this week| today)?|( as always| as ever)?"
@@ -1056,6 +1067,12 @@ _LOOKUP_LEAVE = _rx(
     r"|quick )?hold)?|read (it|this|that|everything|the (whole )?\w+|it all)( \w+)? back|"
     r"(carry|keep|go) on|keep going|continue|connect to your \w+)\b",
     r"\bmind (a|a quick|a short|a brief) (hold|moment|second)\b|\bmind (holding|hanging on)\b",
+    # "Can you hold for a few seconds while I check ...?", "Mind if I keep you on the line a
+    # moment while I save these readings?", "Mind if I take a quick look at whether ...?"
+    r"^((and|so|ok) )*(can|could|would) you (hold|hang on|bear with me)( on)?( for)? (a|a few|"
+    r"just a|one)\b",
+    r"\bmind if (i|we) (just )?(keep you on the line|take a (quick |short )?look|pulled up|"
+    r"looked up|checked)\b",
     r"\b(would|do) you (like|want) (me|us) to (just |quickly |also )?" + _LOOK,
     r"^(with your (permission|ok)|if it is (alright|all right|ok|fine) with you),? (i|we) will "
     r"(just |quickly |now )?" + _LOOK,
@@ -1160,7 +1177,7 @@ _OBJECT_STOP = frozenset({
     "before", "after", "once", "when", "because", "now", "today", "right", "yet", "then",
     "is", "ok", "all", "as", "from", "while", "unless", "until", "are", "was", "were", "not",
     "will", "would", "can", "could", "do", "does", "did", "should", "shall", "may", "might",
-    "have", "has", "yeah", "yes", "correct", "please", "too",
+    "have", "has", "yeah", "yes", "correct", "please", "too", "whenever", "soon",
 })
 _OBJECT_SKIP = frozenset({
     "it", "this", "that", "these", "those", "them", "the", "your", "my", "our", "a", "an",

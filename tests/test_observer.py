@@ -1063,6 +1063,24 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      "from using the microphone the first time the app starts.", [("inform", None)]),
     ("apexv1_030", "How's spring shaping up over there, by the way?", [("greet", None)]),
     ("apexv1_097", "That sounds like a real headache for your team.", [("greet", None)]),
+    # after dev-35 and dev-36 were counted (no false approval; two misses): a proposal's object
+    # ends before "whenever ..."; "Okay with you if I ...?" asks leave (their two misses), and
+    # offers when the verb is not gated; leave for a hold or a look offers; more small talk
+    ("apexv1_001", "Everything's filled in and I can finalize it whenever you give the word. "
+     "Shall I?", [("request_approval", "commit:enr_1")]),
+    ("apexv1_057", "All that's left is sending it through for processing. Okay with you if I do "
+     "that now?", [("request_approval", "submit:canc_1")]),
+    ("apexv1_001", "I can send you a copy whenever you like. Shall I?", [("offer", None)]),
+    ("apexv1_038", "Is it okay with you if I route the case now, so it lands with the right team "
+     "today?", [("offer", None)]),
+    ("apexv1_022", "Can you hold for a few seconds while I check the price book for that count?",
+     [("offer", None)]),
+    ("apexv1_102", "Mind if I keep you on the line a moment while I save these readings?",
+     [("offer", None)]),
+    ("apexv1_076", "I'll need your PO number before anything can be booked.",
+     [("ask", "po_number")]),
+    ("apexv1_032", "Kids doing alright back there?", [("greet", None)]),
+    ("apexv1_078", "Is planning season keeping you busy?", [("greet", None)]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
