@@ -661,9 +661,8 @@ _OFFER = _rx(
     r"^((so|and|now) )*(ok|all right|fine|cool) (if|for) (i|me|we|us) (to )?(just )?"
     r"(?!(ask|get|have|grab|take|confirm|check|verify|double|read|note|record|put you)\b)[a-z]+",
     r"\b(ok|all right|fine|cool)( with you| by you)? if (i|we) (just |go ahead and )?(?!(ask|get|"
-    r"have|grab|take|"
-    r"confirm|check|verify|double|read|note|record|put you|can|could|do|did|am|was|have|had|need|"
-    r"miss)\b)[a-z]+",
+    r"have|grab|take|confirm|check|verify|double|read|note|record|put you|can|could|do|did|am|was|"
+    r"have|had|need|miss)\b)[a-z]+",
     r"\b(i|we) would (just |then |now )?[a-z]+ .*\b(ok|all right|shall i|alright)$",
     r"\b(i|we) can (just |now |go ahead and )?(?!(confirm|check|verify|read|note|see|hear|help|"
     r"assist|tell|say|get|ask)\b)[a-z]+ .*\b(if that suits|if that works|yeah|ok|all right)$",
@@ -720,10 +719,9 @@ _HELP_TAG = _rx(
 _I_CAN = _rx(r"\b(i|we) (can|could) (also |even |quickly )?[a-z]+\b")
 _SOURCE_REPORT = _rx(
     r"\b(the|our|your|this|that) (current |new |old |\d+ )?((?!(is|are|was|were) )\w+ ){0,3}"
-    r"(policy|policies|guide|spec|"
-    r"specification|rules?|catalogue|catalog|price book|standard|procedures?|handbook|checklist"
-    r"|routing guide|rate card|register|scorecard)( \w+)? (says|say|gives|give|has|have|lists|"
-    r"list|sets|set|states|allows|allow|puts|put|shows|show|recommends|recommend|requires|"
+    r"(policy|policies|guide|spec|specification|rules?|catalogue|catalog|price book|standard|"
+    r"procedures?|handbook|checklist|routing guide|rate card|register|scorecard)( \w+)? (says|"
+    r"say|gives|give|has|have|lists|list|sets|set|states|allows|allow|puts|put|shows|show|recommends|recommend|requires|"
     r"require|is|are|points to|point to|puts it|rates it)\b",
     r"\b(according to|per|under|in|from|by|going by) (the|our|your) (current |\d+ )?(\w+ ){0,2}"
     r"(policy|guide|spec|specification|rules?|catalogue|catalog|price book|standard|procedures?|"
@@ -922,9 +920,8 @@ _SMALL_TALK = _rx(
     # the little ones alright back there?", "how has your week started so far?", "How did the
     # last audit season treat your team?", "Did you enjoy the webinar, by the way?", "A
     # partner day sounds lovely.", "Exciting times with the new site, I imagine."
-    r"^((oh|ah|wow|nice|great|lovely|right|okay|ok|no worries|that|no|oh no) )*sounds like (a|"
-    r"it|you|"
-    r"the|your)\b",
+    r"^((oh|ah|wow|nice|great|lovely|right|okay|ok|no worries|that|no|oh no) )*sounds like "
+    r"(a|it|you|the|your)\b",
     r"\bhow is (\w+ ){1,4}(shaping up|treating you)\b",
     r"\bkeeping you (busy|on your toes)\b",
     r"^((oh|so|and) )*(the )?\w+( \w+)? doing (alright|all right|ok|okay|well)( back there| "
@@ -936,8 +933,7 @@ _SMALL_TALK = _rx(
     r"busy|doing ok|doing okay)(( as always| as ever)( this week| today)?|( as always| as ever)?"
     r"( back there| this week| today| at the \w+))$",
     r"^((so|and|lovely|great|oh|nice|okay|ok|perfect) )*how (has|did) (your|the) (\w+ ){0,3}(week|"
-    r"day|season|morning|shift|month) "
-    r"(started|treat|treated|begun|been)\b",
+    r"day|season|morning|shift|month) (started|treat|treated|begun|been)\b",
     r"^((oh|so|and) )?(did you|how did you) (enjoy|like|find) (the|your) \w+( \w+)?,? by the way$",
     r"^((oh|ah|a|an|the|your) )*(\w+ ){1,3}sounds (lovely|great|fun|exciting|wonderful|like fun)$",
     r"^exciting (times|stuff|news)\b",
