@@ -226,6 +226,9 @@ _CONTRACTIONS: list[tuple[re.Pattern[str], str]] = [
         (r"\bgonna\b", "going to"),
         (r"\bwanna\b", "want to"),
         (r"\bgotta\b", "got to"),
+        (r"\blemme\b", "let me"),
+        (r"\bgimme\b", "give me"),
+        (r"\b(off|with|for|to) ya\b", r"\1 you"),
         (r"'s\b", ""),        # possessive: "beneficiary's name" -> "beneficiary name"
         (r"s'(?=\s|$)", "s"),  # plural possessive: "dependents' names"
         (r"'", ""),
@@ -664,6 +667,10 @@ _OFFER = _rx(
     r"have|grab|take|confirm|check|verify|double|read|note|record|put you|can|could|do|did|am|was|"
     r"have|had|need|miss)\b)[a-z]+",
     r"\b(i|we) would (just |then |now )?[a-z]+ .*\b(ok|all right|shall i|alright)$",
+    # "..., so I'm gonna mark the memo ready for finance review, that cool?"
+    r"\b(i|we) (will|am going to|are going to) (just |then |now |go ahead and )?[a-z]+ .*\b(that "
+    r"cool|is that cool|cool|sound good|sounds good|that all right with you|that ok with you|that "
+    r"all right|that ok)$",
     r"\b(i|we) can (just |now |go ahead and )?(?!(confirm|check|verify|read|note|see|hear|help|"
     r"assist|tell|say|get|ask)\b)[a-z]+ .*\b(if that suits|if that works|yeah|ok|all right)$",
     r"\bwould it be worth (me|us|my|our)\b",
@@ -811,7 +818,8 @@ _GENERIC_PROCEED = _rx(
     r"\block(ing)? in (the|your|this|these|that)\b",
     r"\b(put|push)(ting|ing|es)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? "
     r"(through|in)\b",
-    r"\b(put|push)(ting|ing|es)? (the|your) \w+( \w+)? and (the|your) \w+( \w+)? through\b",
+    r"\b(put|push)(ting|ing|es)? (the|your) \w+( \w+)? and (the |your )?\w+( \w+)? "
+    r"through\b",
     r"\b(hand|send|put)(ing|s)? (the|your|this) \w+( \w+)? (in|off|through)\b",
     r"\bhand(ing|s)? (it|this|that|everything|the \w+|your \w+)( \w+)? over\b",
     r"\block(ing)? (that|this|the|your) (\w+ )?in\b",
@@ -850,6 +858,9 @@ _ASKS_PERMISSION = _rx(
     r"^((all right|ok|so|right) )*(am i |are we )?(good|clear) to\b",
     r"^(are )?you (ok|happy|good|fine|all right) with (that|this|it)$",
     r"\b(am|are) (i|we) (good|ok|clear|all right|fine|set) to\b",
+    # casual: "We good for me to put the refund and credit through now?"
+    r"^((so|and|ok|cool|alright|all right) )*(are )?we (all )?(good|ok|set|cool) (for (me|us) )?"
+    r"to\b",
     r"\b(are )?you (happy|ok|fine|good|comfortable|all right) (for|with) (me|us) to\b",
     r"\b(ok|all right|fine|cool) (if|for) (i|me|us|we)\b",
     r"\b(ok|all right|fine|cool) (with|by) you if (i|we)\b",  # "Okay with you if I do that now?"
@@ -1012,11 +1023,13 @@ _READY_LEAD_IN = _rx(
     r"it|all set|set|done|ready|in place|filled in|complete|covered|the lot|all i need|what we "
     r"need|everything (we|i) need|we need))\b",
     # "That's every field filled in.", "The memo's all filled in.", "Every field's in."
-    r"^(ok |okay |so |alright |all right |right |great |perfect |and )*(that is |that is now )?"
+    r"^(ok |okay |so |alright |all right |right |great |perfect |and |cool )*"
+    r"(that is |that is now )?"
     r"((every (\w+ ){1,4}|everything |all (the )?\w+ )(is |are )?(all |now )?in|(every (\w+ ){1,4}|"
     r"everything |the (whole |full )?(\w+ ){1,2}|all (the )?\w+ |all )(is |are )?"
     r"(all |now |fully )?(filled in|filled out|done|captured|complete|completed|covered|"
-    r"finished|recorded|in place|entered))( now| then| on my (side|end)| at my end)?"
+    r"finished|recorded|in place|entered|lined up|sorted))( now| then| on my (side|end)| at my "
+    r"end)?"
     r"( (mr|mrs|ms|miss|dr) \w+| \w+)?$",
 )
 """A sentence that only says the record is complete, before the proposal that follows it."""
@@ -1181,6 +1194,10 @@ _OBJECT_SKIP = frozenset({
     "her", "just", "all", "of", "whole", "entire", "final", "completed", "complete", "finished",
     "officially", "formally", "actually", "out", "away", "back", "here", "there", "again",
 })
+_PARTICLES = frozenset({"over", "through", "along", "back", "across", "up", "out", "off",
+                        "away", "forward", "ahead", "too", "also", "anyway", "already"})
+"""Words after an object that belong to its verb ("send the badge request over"), never the
+object's head."""
 _GENERIC_OBJECT = frozenset({
     "form", "request", "record", "detail", "info", "information", "paperwork",
     "application", "thing", "one", "lot", "case", "file", "submission", "change", "update",
@@ -2397,17 +2414,23 @@ class SemanticActObserver:
         if k < len(w) and w[k] in ("a", "an", "another"):
             return {"another"}  # "submit a request for your records": something new
         j = k
+        head: str | None = None
         while k < len(w) and k < j + 7:
             x = w[k]
             if x in _OBJECT_STOP:
                 break
             if x not in _OBJECT_SKIP:
                 out.add(_stem(x))
+                if x not in _PARTICLES:
+                    head = _stem(x)
                 if x != _stem(x) and x.endswith("s") and _stem(x) in self._artifact_words and (
                         x not in self._artifact_raw):
                     out.add("another")  # "put in badge requests for your crew": others
             k += 1
-        return out
+        if head is not None and out & self._artifact_words and head not in (
+                self._artifact_words | _GENERIC_OBJECT):
+            out.add("another")  # "the badge pickup instructions": the artifact's word, but
+        return out              # another thing is the head of the phrase
 
     def _bind(self, c: _Clause) -> AuthorizationRule | None:
         """The gated action a proposal is for, or None when its object is something else."""

@@ -34,10 +34,9 @@ CASES = [
     ('apexv1_010', 'Should I submit a separate request for the tool crib?', False),
     ('apexv1_010', 'Can I put the badge request in now?', True),
     ('apexv1_010', 'Is it alright if I lodge this with security?', True),
-    pytest.param('apexv1_032',
-                 'Would you like me to forward the intake checklist to your email?', False,
-                 marks=pytest.mark.xfail(strict=True,
-                                         reason='the artifact word modifying another thing')),
+    # the head of the object decides, not the artifact word before it (a strict xfail until
+    # the eleventh session)
+    ('apexv1_032', 'Would you like me to forward the intake checklist to your email?', False),
     ('apexv1_032', 'Should I file a note that you prefer evening calls?', False),
     ('apexv1_032', 'Do you want me to file a complaint with the labor board as well?', False),
     ('apexv1_032', 'Okay to forward your intake to the attorneys now?', True),

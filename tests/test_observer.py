@@ -1081,6 +1081,22 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      [("ask", "po_number")]),
     ("apexv1_032", "Kids doing alright back there?", [("greet", None)]),
     ("apexv1_078", "Is planning season keeping you busy?", [("greet", None)]),
+    # after dev-37 and dev-38 were counted: the head of the object decides, not an artifact
+    # word before it (their one false approval: the badge pickup instructions); a casual
+    # "We good for me to put the refund and credit through?" asks leave (their one miss);
+    # "lemme", "..., that cool?" after "I'm gonna <verb>"
+    ("apexv1_010", "Would you like me to send the badge pickup instructions to your phone as a "
+     "text?", [("offer", None)]),
+    ("apexv1_010", "Shall I send the badge request over?",
+     [("request_approval", "submit:badge_1")]),
+    ("apexv1_051", "Cool, so everything's lined up on my end. We good for me to put the refund "
+     "and credit through now?", [("request_approval", "commit:dispute_1")]),
+    ("apexv1_082", "Hi Ravi, hope the trip went okay! Lemme grab your employee ID real quick.",
+     [("greet", None), ("ask", "employee_id")]),
+    ("apexv1_082", "Everything's filled in, so I'm gonna mark the memo ready for finance review, "
+     "that cool?", [("offer", None)]),
+    ("apexv1_001", "I'm gonna submit your enrollment now, cool?",
+     [("request_approval", "commit:enr_1")]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
