@@ -1964,27 +1964,28 @@ class SemanticActObserver:
         out: list[Act] = []
         done: set[str] = set()
         announced: str | None = None  # "Found it." before the sentence that reports
-        for act in acts:
-            joined = " ".join(_words(act.text))
-            if act.act == "inform" and _SOURCE_REPORT.search(joined) and (
-                    len(_words(act.text)) <= 4 or not self._valued_fields(act.text)):
+        for i, act in enumerate(acts):
+            words = _words(act.text)
+            joined = " ".join(words)
+            report = _SOURCE_REPORT.search(joined)
+            if act.act == "inform" and report and (
+                    len(words) <= 4 or not self._valued_fields(act.text)):
                 announced = act.text  # "Found it.", "I've found the current leave policy."
             if act.act not in ("read_back", "summarize") or act.text.rstrip().endswith("?"):
                 out.append(act)
                 continue
-            if (not _SOURCE_REPORT.search(joined) and announced is None) or _RECORDED.search(
-                    joined) or any(
+            if (not report and announced is None) or _RECORDED.search(joined) or any(
                     a.text == act.text and a.act not in ("read_back", "summarize", "inform")
                     for a in acts):
                 out.append(act)
                 continue
-            callers = self._said_before_report(act.text, joined)
+            callers = self._said_before_report(act.text, joined, report)
             if act.act == "read_back" and (act.artifact, act.field) in callers:
                 out.append(act)
                 if act.text not in done and not any(
                         a.text == act.text and (a.act == "inform" or (
                             a.act == "read_back" and (a.artifact, a.field) in callers))
-                        for a in acts[acts.index(act) + 1:]):
+                        for a in acts[i + 1:]):
                     # "Birth parent, okay, so under the policy you get sixteen weeks": the
                     # restated value, then what the document says
                     done.add(act.text)
@@ -2006,10 +2007,11 @@ class SemanticActObserver:
         out: list[Act] = []
         for text in dict.fromkeys(a.text for a in acts):
             mine = [a for a in acts if a.text == text]
-            joined = " ".join(_words(text))
+            words = _words(text)
+            joined = " ".join(words)
             if (text.rstrip().endswith("?") or _RECORDED.search(joined)
                     or _RECORDED_AS.search(joined) or _SO_LEAD.match(joined)
-                    or len(_words(text)) <= 8):
+                    or len(words) <= 8):
                 out += mine  # "I've got the status as submitted.", "So that's ...", "Great,
                 continue     # one fifty in goodwill."
             kept = [a for a in mine if not (a.act == "read_back" and a.field
@@ -2017,12 +2019,12 @@ class SemanticActObserver:
             out += kept or [Act(act="inform", text=text)]
         return out
 
-    def _said_before_report(self, text: str, joined: str) -> set[FieldKey]:
+    def _said_before_report(self, text: str, joined: str,
+                            m: re.Match[str] | None) -> set[FieldKey]:
         """The caller's fields whose value ``text`` says before its report of a document begins
-        (none when the report was announced in an earlier sentence): in the longest lead of the
-        text up to a comma, colon, semicolon or dash that ends before the report's words, or in
-        the words before the report."""
-        m = _SOURCE_REPORT.search(joined)
+        (``m``, the report's match in ``joined``; none when the report was announced in an
+        earlier sentence): in the longest lead of the text up to a comma, colon, semicolon or
+        dash that ends before the report's words, or in the words before the report."""
         if m is None:
             return set()
         before = len(joined[:m.start()].split())
