@@ -369,7 +369,8 @@ _IF_AGREED = re.compile(
     r"good|fine|accurate)|everything is (right|correct|ok|good|in order|accurate)|that (all )?"
     r"(looks|sounds|seems) (good|right|correct|ok|fine)|(all )?(that|of that) is (right|"
     r"correct)|you are (happy|ok|good|fine|comfortable)( with (that|it|this|everything))?|"
-    r"you agree|that works( for you)?|you say so|you say yes|you give me the go ahead)"
+    r"you agree|that works( for you)?|you say so|you say yes|you give me the go ahead|"
+    r"(it|that) is (all right|alright|ok|okay|fine) (with|by) you)"
     r"( then)? (i will|i can|i shall|we will|we can|i am going to|i would)\b")
 """"If so, I'll submit it.": an action announced on the caller's agreement asks for it."""
 _IF_LEAVE = re.compile(
@@ -444,7 +445,7 @@ _CLOSE = _rx(
     r"for (today|now)|finished( for (today|now))?|all done)\b",
     r"\bthat (about |just about )?covers (it|everything)( on my end| from my side| for today)?$",
     r"\bbest of luck with\b",
-    r"\benjoy (the|your) (time off|break|trip|holiday|vacation|leave|weekend|evening)\b",
+    r"\benjoy (the|your) (time off|time away|break|trip|holiday|vacation|leave|weekend|evening)\b",
     r"\bgood luck with\b",
     r"\bhave an? (very |really )?(great|good|nice|wonderful|lovely|fantastic|pleasant|blessed|"
     r"terrific|excellent|awesome|super|safe|quiet) (\w+ )?(day|one|afternoon|evening|weekend|"
@@ -552,6 +553,14 @@ _CONFIRM = _rx(
     r"^(and |so )?(anything|something) (i have|i) (missed|got wrong|gotten wrong|left out)$",
     r"^(and |so )?(anything|something) (you would like |you want |you need )?to (change|correct|"
     r"fix)( there| in there| so far)?$",
+    # "Have I got everyone?", "Is that the full list?", "Is that the right number?", "Does
+    # that all check out?"
+    r"^(and |so |ok |okay )?(have|did) i (got|get|gotten) (everyone|everybody|it now|that now|"
+    r"that straight|it straight|them all|all of them|all the names)$",
+    r"^(and |so |ok |okay )?is (that|this) the (full|whole|complete|entire|right|correct) "
+    r"(list|lot|number|one|address|spelling|name|date|amount|time|email)$",
+    r"^(and |so |ok |okay )?(does|do) (that|this|it|everything|all that|all of that) (all )?check "
+    r"out$",
 )
 _EITHER_VALUE = _rx(r"^(sorry |so )?(was|is|did you say|were) (that|it|they) \w+.* or \w+")
 """'Was that four sites or five?': a value asked back as a choice."""
@@ -704,6 +713,20 @@ _OFFER = _rx(
     # an extra said as a statement: "I could also send Sam a handover note."
     r"(?<!\bwhat )(?<!\bthat )\b(i|we) (can|could) also (?!(see|tell|hear|confirm|note|find|"
     r"say|mention|only|not|never)\b)[a-z]+",
+    # a step proposed as a statement with a hedge: "I'd like to mark this record ready for Dev
+    # now, if that works for you.", "..., so I'll go ahead and send the package, if that's
+    # alright."
+    r"\b(i|we) (would like to|would love to|will|am going to|are going to|want to|can|could) "
+    r"((just|go ahead and|now|then|also) )*(?!(ask|get|have|confirm|check|verify|note|read|need|"
+    r"take|grab|double|make sure|be|hear|see|tell)\b)[a-z]+ .*\b(if (that is|it is) (all right|"
+    r"ok|fine)( with you| by you)?|if that works( for you)?|if you do not mind|does that work for "
+    r"you|if that suits( you)?|if you are (happy|ok|fine|comfortable)( with that)?)$",
+    r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) (with|for) (me|us) "
+    r"(to |\w+ing\b)",  # "would you be comfortable with me flagging the memo ready ...?"
+    # "Mind if I pull that one up ...?" (not "Mind if I ask ...?": a question comes)
+    r"\b(do you |would you )?mind if (i|we) ((just|quickly|go ahead and) )?(?!(ask|get|have|grab|"
+    r"take|confirm|check|verify|double|read|note|record|put you down|go over|run through|"
+    r"clarify|repeat|jump)\b)[a-z]+",
 )
 """An offer: the agent proposes to do something (the caller decides)."""
 _AGENT_ACTS = _rx(
@@ -733,20 +756,35 @@ _SOURCE_REPORT = _rx(
     r"\b(according to|per|under|in|from|by|going by) (the|our|your) (current |\d+ )?(\w+ ){0,2}"
     r"(policy|guide|spec|specification|rules?|catalogue|catalog|price book|standard|procedures?|"
     r"handbook|checklist|routing guide|rate card)\b",
-    r"^((thanks|thank you) (so much )?for (holding|waiting|your patience) )?(i|we) (have )?found "
-    r"(it|that|the|this)\b",
+    r"^((thanks|thank you) (so much )?for (holding|waiting|your patience) )?((ok|okay|right|"
+    r"all right|alright|so|great) )*(i|we) (have )?found (it|that|the|this)\b",
+    r"^((ok|okay|right|all right|alright|so|great) )*found (it|them)\b",  # "Okay, found it: ..."
     # "I've checked our routing guide, and ...", "I looked it up in the known-issues guide"
     r"\b(i|we) (have |just )?(checked|looked at|looked in|looked it up in|pulled up|consulted|"
     r"searched|went through|ran|looked up) (the|our|your|in the|in our) (\w+ ){0,3}(policy|guide|"
     r"spec|specification|rules|catalogue|catalog|price book|standard|procedures|handbook|"
     r"checklist|rate card|register|scorecard|records|system|knowledge base|calendar|invoice|"
-    r"shipments|shipping|diary|schedule)\b",
+    r"shipments|shipping|diary|schedule|account)\b",
     r"^(i|we) (have |just )?checked (shipments|shipping|the calendar|the invoice)\b",
+    # "Let me check the price book.", "I'm looking at the cardiology calendar now", "I've got
+    # the travel and meals policy up", "Shipment check's back: ..."
+    r"\b(let me|i will|i am going to|i am|we are) (just |quickly )?(check|checking|look at|looking "
+    r"at|look in|looking in|pull up|pulling up|open|opening|consult) (the|our|your) (\w+ ){0,3}("
+    r"policy|guide|spec|specification|rules|catalogue|catalog|price book|standard|procedures|"
+    r"handbook|checklist|rate card|register|scorecard|records|knowledge base|calendar|diary|"
+    r"schedule)\b",
+    r"\b(i|we) (have )?got (the|your|our) (\w+ ){0,4}(up|open)\b(?= \w)",  # a report follows
+    r"\b(the|our|your) (\w+ ){0,3}(policy|guide|rules|catalogue|catalog|price book|handbook|"
+    r"checklist|rate card|calendar|account|file|record|statement) (is )?(open|up|loaded)( now)?"
+    r"\b(?= \w)",  # "Okay, the policy's open now: ..."
+    r"\b(check|search|lookup|results?|query) (is |are |has |have )?(come |came )?back\b",
     r"^(okay |ok |right |alright )?(found it|here it is|here we go|it came back)$",
     r"^(okay |ok |right |so |alright )*here it is\b",
 )
 """A statement that reports what a document says ("the policy gives ...", "according to
 the price book ..."), or a lookup's announcement before the report ("Found it.")."""
+_ANNOUNCEMENT_END = re.compile(r"\b(found (it|them)|up|open)$")
+"""A lookup's announcement ("found it", "I've got the account up"), not a document's report."""
 _NOT_HYPOTHETICAL = (r"(?<!\bif )(?<!\bwhen )(?<!\bonce )(?<!\bshall )(?<!\bshould )"
                      r"(?<!\bcould )(?<!\bcan )(?<!\bmay )(?<!\bwould )(?<!\bbefore )")
 """Not after "if", "when", "shall", ...: "Would it help if I put a hold in for the next
@@ -949,12 +987,20 @@ _SMALL_TALK = _rx(
     r"^((oh|ah|a|an|the|your) )*(\w+ ){1,3}sounds (lovely|great|fun|exciting|wonderful|like fun)$",
     r"^exciting (times|stuff|news)\b",
     r"\bhow was \w+,? by the way\b",
+    r"^((oh|wow|man|ooh|ugh) )*sounds (hectic|busy|stressful|rough|crazy|intense|like a day)\b",
+    # "Busy bay today?", "Flat out in the shop today?", "Tough meeting?", "June's a great time to
+    # get away."
+    r"^((oh|ah|ugh|oof|man|so) )*(busy|flat out|noisy|quiet|hot|cold|windy|tough|rough|long|"
+    r"hectic|crazy) (?!.* or )[a-z ]{0,30}$",
+    r"^((oh|ah|ooh|nice|lovely|so) )*(\w+ ){1,4}(is|are) (a |the )?(great|lovely|gorgeous|best|"
+    r"beautiful|wonderful|nice|perfect) time (to|of|for)\b",
 )
 _PRO_FORM = _rx(r"\b(do|go ahead with|proceed with|go ahead and do) (that|it|this)\b")
 """Leave asked for what the previous sentence said: "Is it alright if I do that now?"."""
 _SUBORDINATE = re.compile(
     r"(?:^|(?<=[,;]))\s*(?:and |so |but |just )?(?:before|once|after|when|until|while|ahead of|"
     r"as soon as)\b[^,;?]*"
+    r"|(?:^|(?<=[,;]))\s*(?:just so|so that|just so that) (?:i|we)\b[^,;?]*(?=,)"
     r"|\b(?:before|once|after|when|until|ahead of|as soon as)\b[^,;?]*[?.!]*\s*$"
     r"|\bahead of \w+ing\b",
     re.IGNORECASE)
@@ -1101,8 +1147,10 @@ _WAITS_FOR_LEAVE = re.compile(
 _CLAUSE_BREAK = frozenset({"or", "but", "so", "because", "and"})
 """Where the words after a gated verb stop belonging to its object ("..., or do you need
 another minute")."""
-_ANOTHER_ONE = re.compile(r"\b(another|a second|a separate|the same kind of|a similar)\b")
-"""A proposal for one more of a kind ("the same kind of request for another one of your crew")."""
+_ANOTHER_ONE = re.compile(r"\b(another|a second|a separate|the same kind of|a similar|"
+                          r"(any|some|every)(one|body) else)\b")
+"""A proposal for one more of a kind ("the same kind of request for another one of your crew",
+"file one for anyone else on your crew")."""
 _SUBORDINATORS = frozenset({"before", "once", "after", "when", "until", "while", "as", "if"})
 _TIME_CLAUSE = _SUBORDINATORS - {"while", "as", "if"}
 """Words that put a gated verb after them in a time clause, not a proposal."""
@@ -1115,7 +1163,8 @@ _AGENT_MARKERS = frozenset({
     "set", "allowed", "to", "is", "be",
 })
 """Words before a gated verb that make the agent its doer ("shall I", "want me to")."""
-_THIRD_PERSON = frozenset({"he", "she", "they", "someone", "somebody", "nobody"})
+_THIRD_PERSON = frozenset({"he", "she", "they", "someone", "somebody", "nobody", "anyone",
+                           "anybody", "everyone", "everybody", "else"})
 _THIRD_PARTY = frozenset({
     "doctor", "physician", "gp", "manager", "supervisor", "insurer", "employer", "landlord",
     "lawyer", "attorney", "specialist", "referrer", "dentist", "surgeon", "boss", "partner",
@@ -1130,14 +1179,17 @@ _AUXILIARIES = frozenset({"is", "are", "was", "were", "will", "has", "have", "ha
 
 
 _MODAL_FILLER = frozenset({"need", "needs", "want", "wants", "to", "going", "be", "able",
-                           "may", "might", "must", "should", "usually", "normally", "still"})
+                           "may", "might", "must", "should", "usually", "normally", "still",
+                           "perhaps", "maybe", "probably", "actually", "ever", "really"})
 """Words between a subject and its verb that say nothing of who acts ("will your partner need
-to sign off")."""
+to sign off", "will anyone else, one of the partners perhaps, need to sign off")."""
 
 
 def _someone_else_does(w: list[str], i: int) -> bool:
     """The verb at ``i`` has a third person for subject ("why she is sending you", "they
     will submit it"): not the agent's act."""
+    if i > 0 and w[i - 1] in ("being", "been"):
+        return True  # a passive: "or is that still being finalized?"
     before = [x for x in w[max(0, i - 6):i] if x not in _AUXILIARIES and x not in _MODAL_FILLER]
     if not before:
         return False
@@ -1275,8 +1327,17 @@ _CALLER_DID = re.compile(
     # own requests?", "do you know if Dr. Singh's office already sent over your records"
     r"|^((and|so|also|now) )*((do you know )?(if|whether) )?(has|have|did|will|does|do|is|are) "
     r"(?!(i|we|you (like|want|mind|need))\b)(\w+ ){1,5}(already|yet|their own|his own|her own)\b"
-    r"|\bdo you know (if|whether) (\w+ ){1,5}already\b")
+    r"|\bdo you know (if|whether) (\w+ ){1,5}already\b"
+    # "or are you sending it in yourself?", "Are you planning to submit it on your own?",
+    # "Will Tom be sending the improvement plan to Crestline himself?"
+    r"|\b(are|were|will|is|was) (?!(that|this|it|there|what|which|who)\b)\w+ (be )?(still |"
+    r"already |also |just )?(planning (on |to )?\w+|going to \w+|\w+ing)\b(?!.*\b(me|us)\b).*\b("
+    r"yourself|himself|herself|themselves|on (your|his|her|their) own)\b")
 """A question about what the caller (or someone else) did, not a proposal of the agent's."""
+_SOMEONE_DID_Q = re.compile(
+    r"^(do you know (if|whether) )?(has|have|had|did|will|was|were|is|are) (?!(it|that|this|there|"
+    r"those|these|i|we)\b)(\w+ ){1,10}?(already|yet|ever|planning (to|on))\b")
+"""A yes/no question about what the caller or someone else did or plans to do."""
 _IS_WAS = frozenset({"is", "was", "are", "were"})
 _SUBJECTS = frozenset({"i", "you", "we", "it", "that", "this", "they", "she", "he"})
 _FUNCTION_WORDS = _AUX | _WH | _SUBJECTS | _DETERMINERS | frozenset({
@@ -2034,6 +2095,19 @@ class SemanticActObserver:
                 break
             lead = text[:cut.start()]
         said = set(self._valued_fields(lead)) if lead else set()
+        if _ANNOUNCEMENT_END.search(m.group(0)):
+            # "Found it, Kestrel Logistics.", "I've got your file open under E4471.": what was
+            # found is named right after the announcement, before its report begins
+            # (not after a colon: "Found it: on new MacBooks, ..." is the report)
+            end = len(joined[:m.end()].split())
+            cuts = [(c.start(), c.group(0)) for c in re.finditer(
+                r"[,;:.!?\u2014\u2013]|\s-\s", text)]
+            colon = next((mark == ":" for cut, mark in cuts if len(_words(text[:cut])) >= end),
+                         False)
+            after = next((w for w in (_words(text[:cut]) for cut, _ in cuts) if len(w) > end),
+                         _words(text))[end:]
+            if after and len(after) <= 5 and not colon:
+                said |= set(self._valued_fields(" ".join(after)))
         if before:  # unpunctuated: "chicago okay so chicago is a tier one city under the ..."
             said |= set(self._valued_fields(joined[:m.start()]))
         return said & self._caller_fields
@@ -2160,6 +2234,11 @@ class SemanticActObserver:
                     act="request_approval", action=rule.action, artifact=rule.artifact,
                     text=c.text,
                 )]
+        if question and _SOMEONE_DID_Q.match(c.led) and not self._choice_offered(c):
+            # "Has your manager already seen these dates?", "Is Tom planning to share the plan
+            # with Crestline?": what someone did or plans, not a field's value (223 of 225
+            # such questions in the read corpus ask no field)
+            return [*summary, Act(act="ask", text=c.text)]
         fields = self._fields(c)
         choice = self._choice_offered(c) if question else []
         if choice and not proposal:  # "Is it Vision Basic or Vision Plus?": the caller picks
@@ -2365,10 +2444,14 @@ class SemanticActObserver:
                 _ASKS_PERMISSION.fullmatch(" ".join(main_words)))) else c.previous
             c = _Clause.of(main, main_words, question, previous)
         main_only = _main_clauses(c.text)
-        if main_only != c.text and self._has_gated(c.words) and not self._has_gated(
-                _words(main_only)) and not (_APPROVAL_EXPLICIT_Q.search(c.joined)
-                                            or _APPROVAL_EXPLICIT_S.search(c.joined)):
-            return False  # "..., so I've got them on the proposal when I send it"
+        main_words = _words(main_only)
+        gated_anywhere = self._has_gated(c.words) or bool(_generic_proceed(c.joined))
+        if main_only != c.text and gated_anywhere and not (
+                self._has_gated(main_words) or _generic_proceed(" ".join(main_words))) and not (
+                _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)):
+            # "..., so I've got them on the proposal when I send it", "just so I put the right
+            # thing in, is that ten thousand dollars or ten percent?"
+            return False
         if not question and _WAITS_FOR_LEAVE.search(c.joined):
             return False  # "Just so you know, nothing goes to finance until you give me the okay."
         if c.words and any(x in _NEGATION for x in c.words[:3]) and not question:
@@ -2678,7 +2761,8 @@ class SemanticActObserver:
         theirs = next((vals for k, _, vals in self._values if k == other), [])
         if mine is None:
             return True
-        return any(self._states_value(mine[0], mine[1], str(v), str(v)) for v in theirs)
+        # the same value, not a near one: "2027-05-28" is no misheard "2027-03-08"
+        return any(self._value_tokens(mine[0], mine[1], str(v), str(v)) == set() for v in theirs)
 
     def _says_a_value(self, key: FieldKey, text: str) -> bool:
         """``text`` says a value of the kind ``key`` holds, right or wrong: a phone number,
@@ -2814,6 +2898,8 @@ class SemanticActObserver:
             if found == "match":
                 return set()
             if found == "mismatch":
+                if spec.grader == "normalized_phone":  # "+16175550186" is said as ten digits:
+                    v = re.sub(r"\D", "", str(canonical_phone(v) or v))[-10:]  # 617 555 0168
                 near |= _near_tokens(v, (
                     text if spec.grader in _IDENTIFIER_GRADERS else _mask_codes(text)))
         return near or None

@@ -674,6 +674,10 @@ MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
     ("enum", "renew with improvement plan", "renew with an improvement plan then",
      ["renew", "renew with improvement plan", "terminate"], "match"),
     ("enum", "yes", "muster at the north gate", ["yes", "no"], "absent"),
+    # an option that is a time of day, said as a time
+    ("enum", "2:30 PM", "Wednesday at two thirty with Dr. Osei", ["9:00 AM", "2:30 PM"], "match"),
+    ("enum", "2:30 PM", "Tuesday at nine in the morning", ["9:00 AM", "2:30 PM"], "mismatch"),
+    ("enum", "2:30 PM", "Tuesday the thirteenth with Dr. Hale", ["9:00 AM", "2:30 PM"], "absent"),
     # list items in the plural
     ("set_f1", "LOT-7731, LOT-7732", "lots 7731 and 7732 off press line three", [], "match"),
     ("set_f1", "LOT-7731, LOT-7732", "lots 7731 and 7733 off press line three", [], "mismatch"),

@@ -1097,6 +1097,68 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      "that cool?", [("offer", None)]),
     ("apexv1_001", "I'm gonna submit your enrollment now, cool?",
      [("request_approval", "commit:enr_1")]),
+    # after dev-39 and dev-40 were counted: the caller's own act is no proposal ...
+    ("apexv1_001", "Are you planning to send the enrollment in on your own?", [("ask", None)]),
+    # ... nor one more for someone else, nor a gated verb in a purpose clause
+    ("apexv1_010", "That one's done. Want me to file one for anybody else on the crew?",
+     [("inform", None), ("offer", None)]),
+    ("apexv1_100", "Just so I put the right figure in, was that ten thousand or ten percent?",
+     [("confirm", "total_budget")]),
+    # leave asked in a statement: "If that's okay with you, I'll ..."
+    ("apexv1_064", "If that's okay with you, I'll book the slot for you now.",
+     [("request_approval", "commit:appt_1")]),
+    ("apexv1_064", "If it's alright by you, I'll lock in the appointment now.",
+     [("request_approval", "commit:appt_1")]),
+    # a step that is not the gated action, proposed with a hedge: an offer
+    ("apexv1_022", "I'll mark the record ready for your account executive, if that's alright "
+     "with you.", [("offer", None)]),
+    ("apexv1_082", "Would you be comfortable with me flagging the memo ready for review?",
+     [("offer", None)]),
+    ("apexv1_051", "Mind if I pull up the second invoice?", [("offer", None)]),  # guards
+    ("apexv1_057", "Mind if I ask why you're cancelling?", [("ask", None)]),
+    # a lookup announced, then its report: information, the caller's value in it too
+    ("apexv1_082", "Okay, I've got the travel policy up, and Milwaukee is a Tier 2 city, so "
+     "meals are seventy a day.", [("inform", None)]),
+    ("apexv1_064", "Okay, I'm looking at the cardiology calendar, and there's an opening Friday "
+     "the sixteenth at eleven with Dr. Hale.", [("inform", None)]),
+    ("apexv1_087", "Alright, the handbook's open now: birth parents get sixteen weeks of paid "
+     "leave.", [("inform", None)]),
+    ("apexv1_118", "Shipment check's back, and none of lot seven seven three one left the "
+     "building.", [("inform", None)]),
+    ("apexv1_045", "Found it: on new MacBooks, macOS blocks the microphone for Huddle the first "
+     "time it opens.", [("inform", None)]),
+    # ... but what was found, named right after "found it", is restated
+    ("apexv1_022", "Found it, Kestrel Logistics.",
+     [("read_back", "account_name"), ("inform", None)]),
+    # value-less checks
+    ("apexv1_097", "Nadia Okoro, Tom Becker and Alicia Gomez. Have I got everyone?",
+     [("read_back", "attendees"), ("confirm", None)]),
+    ("apexv1_070", "Four one five, five five five, zero one four two. Is that the right number?",
+     [("read_back", "contact_phone"), ("confirm", None)]),
+    ("apexv1_076", "Enterprise, four hundred twenty seats, three years. Does that all check out?",
+     [("summarize", None), ("read_back", "seat_count"), ("read_back", "product_edition"),
+      ("read_back", "term_years"), ("confirm", None)]),
+    # what someone did or plans asks no field
+    ("apexv1_070", "Has your manager already seen the dates?", [("ask", None)]),
+    ("apexv1_070", "Is Sam planning to cover for you the whole time?", [("ask", None)]),
+    # small talk and a send-off
+    ("apexv1_106", "Busy in the bay today?", [("greet", None)]),
+    ("apexv1_070", "It's in, and Dana gets a notification. Enjoy the time away!",
+     [("inform", None), ("close", None)]),
+    # a phone number with two digits swapped is restated (wrongly)
+    ("apexv1_010", "Six one seven, five five five, zero one six eight.",
+     [("read_back", "contact_phone")]),
+    # after dev-41 and dev-42 were counted: a gated verb in the passive, or done by someone
+    # else, asks no leave
+    ("apexv1_078", "Have the associates all confirmed they are coming, or is that still being "
+     "finalized?", [("ask", None)]),
+    ("apexv1_078", "And will anyone else, one of the partners perhaps, need to sign off on it?",
+     [("ask", None)]),
+    ("apexv1_097", "Will Tom be sending the improvement plan to Crestline himself, or does that "
+     "go through you?", [("ask", None)]),
+    ("apexv1_001", "Is that something I can submit for you, or would you rather do it "
+     "yourself?", [("request_approval", "commit:enr_1")]),  # a guard
+    ("apexv1_114", "Sounds hectic over there.", [("greet", None)]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
