@@ -370,7 +370,8 @@ _IF_AGREED = re.compile(
     r"(looks|sounds|seems) (good|right|correct|ok|fine)|(all )?(that|of that) is (right|"
     r"correct)|you are (happy|ok|good|fine|comfortable)( with (that|it|this|everything))?|"
     r"you agree|that works( for you)?|you say so|you say yes|you give me the go ahead|"
-    r"(it|that) is (all right|alright|ok|okay|fine) (with|by) you)"
+    r"(it|that) is (all right|alright|ok|okay|fine) (with|by) you|(it|that|everything|all of that) "
+    r"(all )?matches( your notes| what you have( got)?)?)"
     r"( then)? (i will|i can|i shall|we will|we can|i am going to|i would)\b")
 """"If so, I'll submit it.": an action announced on the caller's agreement asks for it."""
 _IF_LEAVE = re.compile(
@@ -724,6 +725,10 @@ _OFFER = _rx(
     r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) (with|for) (me|us) "
     r"(to |\w+ing\b)",  # "would you be comfortable with me flagging the memo ready ...?"
     # "Mind if I pull that one up ...?" (not "Mind if I ask ...?": a question comes)
+    r"^((do|would) you )?mind (a|an) (\w+ ){0,3}(hold|sec|second|moment|minute|pause)\b",
+    # "File it?", "Mark it ready for tier two?": a step proposed in a word or two
+    r"^(mark|file|send|submit|book|route|forward|email|escalate|process|finalize|flag|log|"
+    r"schedule) (it|that|this|them|the \w+)( \w+){0,4}$",
     r"\b(do you |would you )?mind if (i|we) ((just|quickly|go ahead and) )?(?!(ask|get|have|grab|"
     r"take|confirm|check|verify|double|read|note|record|put you down|go over|run through|"
     r"clarify|repeat|jump)\b)[a-z]+",
@@ -950,7 +955,7 @@ _SMALL_TALK = _rx(
     r"^(so |and )?how (was|did) (the|your) (trip|meeting|flight|drive|weekend|holiday|"
     r"vacation|day|morning|conference|visit|event|journey)( \w+)?( go| going)?( overall)?\b",
     r"^(so |and )?how (was|is|did) (the|your) (\w+ )?(workshop|shop|site|team|office|plant|"
-    r"shift|week|quarter|move|launch)\b",
+    r"shift|week|quarter|move|launch|practice|clinic|bay|warehouse|floor|store)\b",
     r"\b(going|heading|off) (anywhere|somewhere) (nice|fun|special|exciting|warm)\b",
     r"^(busy|long|big|hectic|quiet|crazy|rough|early|late) (day|week|quarter|month|shift|morning"
     r"|night|season|one|start)\b",
@@ -987,7 +992,9 @@ _SMALL_TALK = _rx(
     r"^((oh|ah|a|an|the|your) )*(\w+ ){1,3}sounds (lovely|great|fun|exciting|wonderful|like fun)$",
     r"^exciting (times|stuff|news)\b",
     r"\bhow was \w+,? by the way\b",
-    r"^((oh|wow|man|ooh|ugh) )*sounds (hectic|busy|stressful|rough|crazy|intense|like a day)\b",
+    r"^((oh|wow|man|ooh|ugh) )*sounds (hectic|busy|stressful|rough|crazy|intense|lively|fun|like "
+    r"a day)\b",
+    r"^((and|so|you) )?keeping (warm|cool|dry|busy|hydrated)\b",  # "Keeping warm out there?"
     # "Busy bay today?", "Flat out in the shop today?", "Tough meeting?", "June's a great time to
     # get away."
     r"^((oh|ah|ugh|oof|man|so) )*(busy|flat out|noisy|quiet|hot|cold|windy|tough|rough|long|"
@@ -1070,13 +1077,16 @@ _READY_LEAD_IN = _rx(
     r"need|everything (we|i) need|we need))\b",
     # "That's every field filled in.", "The memo's all filled in.", "Every field's in."
     r"^(ok |okay |so |alright |all right |right |great |perfect |and |cool )*"
-    r"(that is |that is now )?"
+    r"(that is |that is now |it is |it is now )?"
     r"((every (\w+ ){1,4}|everything |all (the )?\w+ )(is |are )?(all |now )?in|(every (\w+ ){1,4}|"
     r"everything |the (whole |full )?(\w+ ){1,2}|all (the )?\w+ |all )(is |are )?"
     r"(all |now |fully )?(filled in|filled out|done|captured|complete|completed|covered|"
-    r"finished|recorded|in place|entered|lined up|sorted))( now| then| on my (side|end)| at my "
-    r"end)?"
+    r"finished|recorded|in place|entered|lined up|sorted))( and (ready( to go)?|good to go|"
+    r"all set))?( now| then| on my (side|end)| at my end)?"
     r"( (mr|mrs|ms|miss|dr) \w+| \w+)?$",
+    # "Everything's ready on my end." (not "The record's marked ready": news)
+    r"^(ok |okay |so |alright |all right |right |great |perfect |and |cool )*(everything is |"
+    r"everything |it is all |all )(now )?ready( to go)?( now| on my (side|end)| at my end)?$",
 )
 """A sentence that only says the record is complete, before the proposal that follows it."""
 _RECAP_WORDS = _rx(
@@ -1238,7 +1248,8 @@ _OBJECT_STOP = frozenset({
     "before", "after", "once", "when", "because", "now", "today", "right", "yet", "then",
     "is", "ok", "all", "as", "from", "while", "unless", "until", "are", "was", "were", "not",
     "will", "would", "can", "could", "do", "does", "did", "should", "shall", "may", "might",
-    "have", "has", "yeah", "yes", "correct", "please", "too", "whenever", "soon",
+    "have", "has", "yeah", "yes", "correct", "please", "too", "whenever", "soon", "alongside",
+    "along", "besides", "plus", "together", "next",
 })
 _OBJECT_SKIP = frozenset({
     "it", "this", "that", "these", "those", "them", "the", "your", "my", "our", "a", "an",
@@ -1338,6 +1349,11 @@ _SOMEONE_DID_Q = re.compile(
     r"^(do you know (if|whether) )?(has|have|had|did|will|was|were|is|are) (?!(it|that|this|there|"
     r"those|these|i|we)\b)(\w+ ){1,10}?(already|yet|ever|planning (to|on))\b")
 """A yes/no question about what the caller or someone else did or plans to do."""
+_NEED_LEAD = re.compile(
+    r"^(i will|i would|i am going to|i am gonna|i|we will|we would|we) (just |also |still |then )?"
+    r"need (to (know|get|take|have|note|grab|write down|record) )?(?=(a|an|the|your|some|roughly|"
+    r"who|what|when|where|which|how|whether|if)\b)")
+"""A value asked for as the agent's need ("I'll also need the date the meeting was held")."""
 _IS_WAS = frozenset({"is", "was", "are", "were"})
 _SUBJECTS = frozenset({"i", "you", "we", "it", "that", "this", "they", "she", "he"})
 _FUNCTION_WORDS = _AUX | _WH | _SUBJECTS | _DETERMINERS | frozenset({
@@ -2375,6 +2391,12 @@ class SemanticActObserver:
                 return self._field_acts("ask", self._caller_name, c.text)
             if question:
                 return self._field_acts("ask", self._vocabulary_field(c), c.text)
+            need = _NEED_LEAD.match(c.led)
+            if need:  # "I'll need a number we can reach you on.": a request for a value
+                rest = c.led[need.end():].split()
+                wh = rest if rest and rest[0] in _WH else ["what", "is", *rest]
+                return self._field_acts("ask", self._vocabulary_field(
+                    _Clause.of(" ".join(wh), wh, True, [])), c.text)
 
         if _ANNOUNCE_STEP.search(c.led):
             return [Act(act="inform", text=c.text)]  # "Let me check the routing guide ..."

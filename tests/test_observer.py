@@ -1159,6 +1159,28 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     ("apexv1_001", "Is that something I can submit for you, or would you rather do it "
      "yourself?", [("request_approval", "commit:enr_1")]),  # a guard
     ("apexv1_114", "Sounds hectic over there.", [("greet", None)]),
+    # after dev-43 and dev-44 were counted: a value asked for as the agent's need
+    ("apexv1_057", "I'll need a number we can reach you on.", [("ask", "contact_phone")]),
+    ("apexv1_100", "I'll also need the date the meeting was held.", [("ask", "meeting_date")]),
+    # a hold or a step proposed in a few words, not the gated action: an offer
+    ("apexv1_010", "Mind a ten-second hold while I check the directory?", [("offer", None)]),
+    ("apexv1_041", "Mark it ready for tier two?", [("offer", None)]),
+    ("apexv1_045", "File it?", [("offer", None)]),
+    # small talk
+    ("apexv1_064", "Keeping warm out there?", [("greet", None)]),
+    ("apexv1_015", "How's the practice today, busy?", [("greet", None)]),
+    ("apexv1_057", "Sounds lively over there!", [("greet", None)]),  # a guard
+    # a lead-in that only says the record is complete is part of the request after it
+    ("apexv1_070", "Okay, it's all filled in and ready to go. Do you want me to submit the "
+     "vacation request now?", [("request_approval", "commit:lr_1")]),
+    ("apexv1_057", "The record's marked ready on my end. Do I have your okay to submit the "
+     "cancellation now?", [("inform", None), ("request_approval", "submit:canc_1")]),  # news
+    # after dev-45 and dev-46 were counted: "If that matches what you have, I'll <gated verb>"
+    # asks leave; the object of a proposal ends before "alongside"
+    ("apexv1_100", "If that matches what you have, I'll send the budget record to finance.",
+     [("request_approval", "submit:bp_1")]),
+    ("apexv1_076", "Would it help if I sent over premium support pricing alongside the order "
+     "form?", [("offer", None)]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
