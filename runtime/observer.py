@@ -724,11 +724,11 @@ _OFFER = _rx(
     r"you|if that suits( you)?|if you are (happy|ok|fine|comfortable)( with that)?)$",
     r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) (with|for) (me|us) "
     r"(to |\w+ing\b)",  # "would you be comfortable with me flagging the memo ready ...?"
-    # "Mind if I pull that one up ...?" (not "Mind if I ask ...?": a question comes)
     r"^((do|would) you )?mind (a|an) (\w+ ){0,3}(hold|sec|second|moment|minute|pause)\b",
     # "File it?", "Mark it ready for tier two?": a step proposed in a word or two
     r"^(mark|file|send|submit|book|route|forward|email|escalate|process|finalize|flag|log|"
     r"schedule) (it|that|this|them|the \w+)( \w+){0,4}$",
+    # "Mind if I pull that one up ...?" (not "Mind if I ask ...?": a question comes)
     r"\b(do you |would you )?mind if (i|we) ((just|quickly|go ahead and) )?(?!(ask|get|have|grab|"
     r"take|confirm|check|verify|double|read|note|record|put you down|go over|run through|"
     r"clarify|repeat|jump)\b)[a-z]+",
@@ -1175,6 +1175,7 @@ _AGENT_MARKERS = frozenset({
 """Words before a gated verb that make the agent its doer ("shall I", "want me to")."""
 _THIRD_PERSON = frozenset({"he", "she", "they", "someone", "somebody", "nobody", "anyone",
                            "anybody", "everyone", "everybody", "else"})
+"""Subjects that are not the agent ("else": "will anyone else need to sign off")."""
 _THIRD_PARTY = frozenset({
     "doctor", "physician", "gp", "manager", "supervisor", "insurer", "employer", "landlord",
     "lawyer", "attorney", "specialist", "referrer", "dentist", "surgeon", "boss", "partner",
@@ -2920,9 +2921,11 @@ class SemanticActObserver:
             if found == "match":
                 return set()
             if found == "mismatch":
-                if spec.grader == "normalized_phone":  # "+16175550186" is said as ten digits:
-                    v = re.sub(r"\D", "", str(canonical_phone(v) or v))[-10:]  # 617 555 0168
-                near |= _near_tokens(v, (
+                # "+16175550186" is said as ten digits (a swap: "six one seven, ..., zero one
+                # six eight")
+                heard_as = re.sub(r"\D", "", str(canonical_phone(v) or v))[-10:] if (
+                    spec.grader == "normalized_phone") else v
+                near |= _near_tokens(heard_as, (
                     text if spec.grader in _IDENTIFIER_GRADERS else _mask_codes(text)))
         return near or None
 
