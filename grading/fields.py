@@ -1044,13 +1044,12 @@ def value_in_text(
         return "match" if target_phone in phones else "mismatch"
     if grader == "enum":
         compact_text = _compact(text)
-        times: set[tuple[int, int]] | None = None
+        times = _times_in_text(text) if any(
+            _CLOCK_VALUE.fullmatch(str(o).strip()) for o in (*options, value)) else set()
 
         def says(option: str) -> bool:
-            nonlocal times
             clock = _CLOCK_VALUE.fullmatch(option.strip())
             if clock is not None:  # a time of day as an option: "two thirty" says "2:30 PM"
-                times = _times_in_text(text) if times is None else times
                 return (int(clock.group(1)) % 12, int(clock.group(2) or 0)) in times
             # a short option ("no", "yes") is said as a word, not inside one ("north")
             c = _compact(option)

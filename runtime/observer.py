@@ -649,6 +649,10 @@ _BARE_PERMISSION = frozenset({
     "would you like me to go ahead", "do you want me to go ahead", "want me to go ahead",
 })
 
+_COMFORTABLE_WITH_ME = (r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) "
+                        r"(with|for) (me|us) (to |\w+ing\b)")
+"""Leave asked as the caller's comfort ("Would you be comfortable with me flagging the memo
+ready?"): an offer, or a request for leave when the step is the gated action."""
 _OFFER = _rx(
     r"^(are you )?(happy|ok|ready|fine|good) for (me|us) to\b",
     r"\b(would|do|did) you (also |maybe )?(like|want|need) (me|us) to\b",
@@ -722,9 +726,7 @@ _OFFER = _rx(
     r"take|grab|double|make sure|be|hear|see|tell)\b)[a-z]+ .*\b(if (that is|it is) (all right|"
     r"ok|fine)( with you| by you)?|if that works( for you)?|if you do not mind|does that work for "
     r"you|if that suits( you)?|if you are (happy|ok|fine|comfortable)( with that)?)$",
-    r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) (with|for) (me|us) "
-    r"(to |\w+ing\b)",  # "would you be comfortable with me flagging the memo ready ...?"
-    r"^((do|would) you )?mind (a|an) (\w+ ){0,3}(hold|sec|second|moment|minute|pause)\b",
+    _COMFORTABLE_WITH_ME,  # "would you be comfortable with me flagging the memo ready ...?"
     # "File it?", "Mark it ready for tier two?": a step proposed in a word or two
     r"^(mark|file|send|submit|book|route|forward|email|escalate|process|finalize|flag|log|"
     r"schedule) (it|that|this|them|the \w+)( \w+){0,4}$",
@@ -896,8 +898,7 @@ _ASKS_PERMISSION = _rx(
     r"( with (that|it|you)| for me to| for me to do that)?$",
     r"\b(would|will|is) it (be )?(all right|ok|fine|good)( with you| by you)? (if|for) (i|me|we|"
     r"us)\b",
-    r"\b(would|will|are) you (be )?(comfortable|happy|ok|fine|all right) (with|for) (me|us) "
-    r"(to |\w+ing\b)",
+    _COMFORTABLE_WITH_ME,
     r"^((all right|ok|so|right) )*(am i |are we )?(good|clear) to\b",
     r"^(are )?you (ok|happy|good|fine|all right) with (that|this|it)$",
     r"\b(am|are) (i|we) (good|ok|clear|all right|fine|set) to\b",
@@ -1131,7 +1132,8 @@ _LOOKUP_LEAVE = _rx(
     r"for (me|us) to |to )(just |quickly |first )?((pop|put|place|hold) you( on (a )?(short |brief "
     r"|quick )?hold)?|read (it|this|that|everything|the (whole )?\w+|it all)( \w+)? back|"
     r"(carry|keep|go) on|keep going|continue|connect to your \w+)\b",
-    r"\bmind (a|a quick|a short|a brief) (hold|moment|second)\b|\bmind (holding|hanging on)\b",
+    r"\bmind (a|a quick|a short|a brief) (hold|moment|second)\b|\bmind (holding|hanging on)\b"
+    r"|^((do|would) you )?mind (a|an) (\w+ ){0,3}(hold|sec|second|moment|minute|pause)\b",
     # "Can you hold for a few seconds while I check ...?", "Mind if I keep you on the line a
     # moment while I save these readings?", "Mind if I take a quick look at whether ...?"
     r"^((and|so|ok) )*(can|could|would) you (hold|hang on|bear with me)( on)?( for)? (a|a few|"
@@ -2117,12 +2119,10 @@ class SemanticActObserver:
             # found is named right after the announcement, before its report begins
             # (not after a colon: "Found it: on new MacBooks, ..." is the report)
             end = len(joined[:m.end()].split())
-            cuts = [(c.start(), c.group(0)) for c in re.finditer(
+            cuts = [(_words(text[:c.start()]), c.group(0)) for c in re.finditer(
                 r"[,;:.!?\u2014\u2013]|\s-\s", text)]
-            colon = next((mark == ":" for cut, mark in cuts if len(_words(text[:cut])) >= end),
-                         False)
-            after = next((w for w in (_words(text[:cut]) for cut, _ in cuts) if len(w) > end),
-                         _words(text))[end:]
+            colon = next((mark == ":" for w, mark in cuts if len(w) >= end), False)
+            after = next((w for w, _ in cuts if len(w) > end), _words(text))[end:]
             if after and len(after) <= 5 and not colon:
                 said |= set(self._valued_fields(" ".join(after)))
         if before:  # unpunctuated: "chicago okay so chicago is a tier one city under the ..."
@@ -2251,13 +2251,13 @@ class SemanticActObserver:
                     act="request_approval", action=rule.action, artifact=rule.artifact,
                     text=c.text,
                 )]
-        if question and _SOMEONE_DID_Q.match(c.led) and not self._choice_offered(c):
+        choice = self._choice_offered(c) if question else []
+        if question and _SOMEONE_DID_Q.match(c.led) and not choice:
             # "Has your manager already seen these dates?", "Is Tom planning to share the plan
             # with Crestline?": what someone did or plans, not a field's value (223 of 225
             # such questions in the read corpus ask no field)
             return [*summary, Act(act="ask", text=c.text)]
         fields = self._fields(c)
-        choice = self._choice_offered(c) if question else []
         if choice and not proposal:  # "Is it Vision Basic or Vision Plus?": the caller picks
             return [*summary, *self._field_acts("ask", choice, c.text)]
         if proposal and fields and not (_AGENT_ACTS.search(c.joined)
@@ -2467,10 +2467,10 @@ class SemanticActObserver:
                 _ASKS_PERMISSION.fullmatch(" ".join(main_words)))) else c.previous
             c = _Clause.of(main, main_words, question, previous)
         main_only = _main_clauses(c.text)
-        main_words = _words(main_only)
+        kept = _words(main_only)
         gated_anywhere = self._has_gated(c.words) or bool(_generic_proceed(c.joined))
         if main_only != c.text and gated_anywhere and not (
-                self._has_gated(main_words) or _generic_proceed(" ".join(main_words))) and not (
+                self._has_gated(kept) or _generic_proceed(" ".join(kept))) and not (
                 _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)):
             # "..., so I've got them on the proposal when I send it", "just so I put the right
             # thing in, is that ten thousand dollars or ten percent?"
