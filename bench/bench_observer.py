@@ -24,16 +24,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from scipy.stats import binomtest
+
 from runtime.observer import Act, SemanticActObserver
 from runtime.observer_eval import (
     ACTS,
     PRF,
     VALIDATION_WRITERS,
+    CorpusItem,
     PredictedAct,
     Score,
     Split,
     corpus_dir,
     in_writer_group,
+    load_approval_marks,
     load_file,
     load_split,
     score,
@@ -51,6 +55,20 @@ def _fmt(x: float | None) -> str:
 def _row(name: str, s: PRF) -> str:
     return (f"  {name:<18} P {_fmt(s.precision)}  R {_fmt(s.recall)}  F1 {_fmt(s.f1)}"
             f"   (tp {s.tp}, fp {s.fp}, fn {s.fn})")
+
+
+def _interval(k: int, n: int) -> str:
+    if n == 0:
+        return "n/a"
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return f"{k / n:.3f} [{ci.low:.3f}, {ci.high:.3f}] ({k}/{n})"
+
+
+def _approval_row(name: str, s: PRF) -> str:
+    """Precision and recall of approval requests with their 95% Wilson intervals: with 25
+    requests one false approval is precision 0.96, and 0.99 is not measurable at all."""
+    return (f"    {name:<18} precision {_interval(s.tp, s.tp + s.fp)}, "
+            f"recall {_interval(s.tp, s.tp + s.fn)}")
 
 
 def _readback(items: list[tuple[TaskSpec, object]],
@@ -149,15 +167,39 @@ def agreement(tasks: dict[str, TaskSpec]) -> None:
             print(f"  {folder.name}: labels {len(texts)} of {len(held)} held-out turns; skipped")
             continue
 
-        def blind(task: TaskSpec, text: str, texts: dict[str, object] = texts,
+        def blind(task: TaskSpec, text: str, texts: dict[str, CorpusItem] = texts,
                   ) -> list[PredictedAct]:
             return [PredictedAct(act=a.act, field=a.field, action=a.action)
-                    for a in texts[text].acts]  # type: ignore[attr-defined]
+                    for a in texts[text].acts]
 
         s = score(held, blind)
         print(f"  blind annotator {folder.name}: macro F1 {s.macro_f1:.3f}, approval P "
               f"{_fmt(s.approval.precision)} R {_fmt(s.approval.recall)}, ask(field) F1 "
               f"{_fmt(s.ask_field.f1)}, restate(field) F1 {_fmt(s.restate_field.f1)}")
+
+
+def approval_agreement(tasks: dict[str, TaskSpec]) -> None:
+    """The approval set's anchor: blind annotators marked, from the guide, the texts and the
+    task files alone, which turns ask leave for the gated action; scored against the writers'
+    labels exactly as the observer's approval requests are."""
+    items = load_split("approval", tasks)
+    for path in sorted((corpus_dir() / "agreement_approval").glob("*.yaml")):
+        marks = load_approval_marks(path)
+        if set(marks) != {item.id for _, item in items}:
+            print(f"  {path.stem}: marks {len(marks)} of {len(items)} turns; skipped")
+            continue
+
+        leave = {(t.id, item.text): marks[item.id] for t, item in items}
+
+        def blind(task: TaskSpec, text: str, leave: dict[tuple[str, str], bool] = leave,
+                  ) -> list[PredictedAct]:
+            return ([PredictedAct(act="request_approval", action=task.authorization[0].action)]
+                    if leave[task.id, text] else [])
+
+        s = score(items, blind)
+        print(f"  blind annotator {path.stem}: approval P {_fmt(s.approval.precision)} "
+              f"R {_fmt(s.approval.recall)} (tp {s.approval.tp}, fp {s.approval.fp}, "
+              f"fn {s.approval.fn})")
 
 
 def main() -> int:
@@ -184,18 +226,30 @@ def main() -> int:
     for writer in VALIDATION_WRITERS:
         report("dev", tasks, False, writer=writer, rules_only=only)
     held = report("heldout", tasks, False, rules_only=only)
-    a = held.approval
+    extra = (report("approval", tasks, False, rules_only=only)
+             if any((corpus_dir() / "approval").glob("*.yaml")) else None)
     print("\n== held-out against the targets")
-    print(f"  macro F1 {held.macro_f1:.3f} (target >= {TARGETS['macro_f1']})")
-    print(f"  approval precision {_fmt(a.precision)} (target >= "
-          f"{TARGETS['approval_precision']}), recall {_fmt(a.recall)} (target >= "
-          f"{TARGETS['approval_recall']})")
+    print(f"  macro F1 {held.macro_f1:.3f} (target >= {TARGETS['macro_f1']}; the held-out split)")
+    pooled = held.approval if extra is None else PRF(
+        held.approval.tp + extra.approval.tp, held.approval.fp + extra.approval.fp,
+        held.approval.fn + extra.approval.fn)
+    print(f"  approval requests, targets precision >= {TARGETS['approval_precision']}, recall >= "
+          f"{TARGETS['approval_recall']} (95% Wilson intervals):")
+    print(_approval_row("held-out split", held.approval))
+    if extra is not None:
+        print(_approval_row("approval set", extra.approval))
+        print(_approval_row("both (never read)", pooled))
+    a = pooled
     met = (held.macro_f1 >= TARGETS["macro_f1"]
            and (a.precision or 0) >= TARGETS["approval_precision"]
            and (a.recall or 0) >= TARGETS["approval_recall"])
-    print(f"  targets {'met' if met else 'NOT met'}")
+    print(f"  targets {'met' if met else 'NOT met'}"
+          + ("" if extra is None else " (approval on every never-read request of both sets)"))
     print("\n== anchor: blind annotators against the held-out labels (the labels' own ceiling)")
     agreement(tasks)
+    if extra is not None:
+        print("\n== anchor: blind annotators against the approval set's labels")
+        approval_agreement(tasks)
     return 0
 
 

@@ -153,6 +153,24 @@ _RUN_ON_PROPOSAL = re.compile(
     re.IGNORECASE)
 """Question openers that start a question wherever they stand ("mr jensen would you like me
 to book you in")."""
+_RUN_ON_CAN_I = re.compile(r"\b(?:can|could|may) (?:i|we)\b", re.IGNORECASE)
+_NOT_BEFORE_CAN_I = frozenset({
+    "what", "whats", "how", "where", "when", "who", "which", "why", "if", "whether", "that",
+    "than", "you", "i", "we", "they", "he", "she", "it", "anything", "something", "all",
+    "sorry", "mean",  # a self-repair: "can i esca- sorry can i submit the timeline"
+})
+"""Words after which "can I" does not start a question ("what can I do", "all we can")."""
+
+
+def _can_i_starts(sentence: str) -> set[int]:
+    """Where an inverted "can I" starts a question after a statement in an unpunctuated
+    transcript ("so thats the whole form can i send it in now")."""
+    out = set()
+    for m in _RUN_ON_CAN_I.finditer(sentence):
+        before = sentence[:m.start()].split()
+        if len(before) >= 3 and before[-1].lower() not in _NOT_BEFORE_CAN_I:
+            out.add(m.start())
+    return out
 
 
 def _run_on_questions(sentence: str) -> list[str]:
@@ -162,7 +180,8 @@ def _run_on_questions(sentence: str) -> list[str]:
     if re.search(r"[,;:.?!]", sentence):
         return [sentence]
     starts = sorted({m.end() for m in _RUN_ON_QUESTION.finditer(sentence)}
-                    | {m.start() for m in _RUN_ON_PROPOSAL.finditer(sentence)})
+                    | {m.start() for m in _RUN_ON_PROPOSAL.finditer(sentence)}
+                    | _can_i_starts(sentence))
     if not starts:
         return [sentence]
     cuts = sorted({0, *starts})
@@ -233,6 +252,7 @@ _CONTRACTIONS: list[tuple[re.Pattern[str], str]] = [
         (r"s'(?=\s|$)", "s"),  # plural possessive: "dependents' names"
         (r"'", ""),
         (r"\bokay\b", "ok"),
+        (r"\b(finali|authori|organi|priori)s(e|ed|es|ing)\b", r"\1z\2"),  # "finalise"
         (r"\balright\b", "all right"),
         (r"\bgood-?bye\b", "goodbye"),
     ]
@@ -368,11 +388,16 @@ _IF_AGREED = re.compile(
     r"(^|\b(and|so|then|but) )if (so|yes|it is|it all is|they are|that is (all )?(right|correct|ok|"
     r"good|fine|accurate)|everything is (right|correct|ok|good|in order|accurate)|that (all )?"
     r"(looks|sounds|seems) (good|right|correct|ok|fine)|(all )?(that|of that) is (right|"
-    r"correct)|you are (happy|ok|good|fine|comfortable)( with (that|it|this|everything))?|"
+    r"correct)|you are (happy|ok|good|fine|comfortable)( with (that|it|this|everything|all "
+    r"(of )?that|it all|that all|how (it|that) reads|everything (i|we) (just )?(read|went over)"
+    r"( back)?))?|i have your (agreement|approval|ok|permission|go ahead|consent)|"
     r"you agree|that works( for you)?|you say so|you say yes|you give me the go ahead|"
     r"(it|that) is (all right|alright|ok|okay|fine) (with|by) you|(it|that|everything|all of that) "
     r"(all )?matches( your notes| what you have( got)?)?)"
-    r"( then)? (i will|i can|i shall|we will|we can|i am going to|i would)\b")
+    r"( then)? (i will|i can|i shall|we will|we can|i am going to|i would|i could|we could)\b"
+    # "Unless you've spotted anything to change, I'll send it through to issuing now."
+    r"|^unless you (have |would )?(spotted|spot|see|seen|want|like|need) (\w+ ){0,4}"
+    r"(i will|i am going to|we will|i can)\b")
 """"If so, I'll submit it.": an action announced on the caller's agreement asks for it."""
 _IF_LEAVE = re.compile(
     r"\bif (you are|you would be|you would like|you want) (happy |ok |okay |fine |comfortable |"
@@ -643,6 +668,7 @@ _PERMISSION_TAG_RAW = re.compile(r",\s*(ok|okay|alright|all right)\s*\?+\s*$", r
 _BARE_PERMISSION = frozenset({
     "should i", "shall i", "may i", "can i", "should we", "shall we", "is that ok", "ok",
     "is that all right", "all right", "sound good", "does that sound good", "does that work",
+    "sound ok", "sounds ok", "sound all right", "does that sound ok", "that ok", "that all right",
     "is that fine", "yes", "ready", "are you ready", "would that be ok", "go ahead",
     # the previous sentence's proposal, asked about without repeating it
     "would you like me to", "do you want me to", "want me to", "you want me to",
@@ -851,17 +877,34 @@ _ADDITIONAL = _rx(
 """A proposal of one more thing besides the task's own ("… as well?", "… too?")."""
 _OTHER_VERSION = frozenset({"last", "previous", "old", "prior", "other", "earlier"})
 """Words that make an object named like the artifact another one of its kind."""
+_WANT_IT_DONE = re.compile(
+    r"(^|\b(do|would) you (still )?)(want|like) (?P<obj>(it|this|that|them|the \w+|your \w+)"
+    r"( \w+)?) (submitted|sent|filed|booked|processed|committed|finalized|placed|scheduled|lodged|"
+    r"issued|escalated|forwarded)\b")
+"""The action offered as what the caller wants done ("Want it submitted?", "Would you like the
+request sent to issuing?"); not "you want the letter sent, yes?" (the caller's choice)."""
 _GENERIC_PROCEED = _rx(
-    r"\bget (it|this|that|things|everything|the \w+) (moving|going|rolling|underway|started)\b",
+    r"\bget (it|this|that|things|everything|(the|this|that|your) \w+) (moving|going|rolling|"
+    r"underway|started)\b",
+    _WANT_IT_DONE.pattern,
+    # "I'd like to get it off to finance", "getting this over to finance"
+    r"\bget(ting)? (it|this|that|the \w+|your \w+)( \w+)? (off|over|across|through) to\b",
+    # "Are you happy for this to go off to badge issuing?", "Is it alright with you if this
+    # goes through to the attorneys now?"
+    r"\bfor (it|this|that|the \w+|your \w+)( \w+)? to go (off|through|over|out|across) to\b",
+    r"\b(all right|ok|fine)( with you)? if (it|this|that|the \w+|your \w+)( \w+)? goes (off|"
+    r"through|over|out|across) to\b",
     # the causative: "Shall we get your enrollment submitted?"
     r"\b(i|we|us|me) (just |quickly |now )?get (it|this|that|everything|the \w+|your \w+) "
     r"(submitted|sent|filed|booked|processed|committed|finalized|placed|scheduled|lodged|"
     r"put through|sent off|sent in)\b",
     r"\b(fire|shoot|pop)(s|ing)? (it|this|that|everything|them) (off|over|across|through)\b",
+    r"\bpop(s|ping)? (it|this|that|the \w+|your \w+)( \w+)? in\b",  # "I'll pop the request in"
+    r"(?<!\brather )(?<!\bto )\b(proceed|go ahead) with (it|this|that|the \w+|your \w+)\b",
     r"\bmak(e|ing) (it|this|that|everything|the \w+|your \w+)( \w+)? official\b",
     r"\block(ing)? (it|this|that|everything|them|these)( all)? in\b",
     r"\block(ing)? in (the|your|this|these|that)\b",
-    r"\b(put|push)(ting|ing|es)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? "
+    r"\b(put|push)(ting|ing|es|ed)? (it|this|that|everything|them|the \w+|your \w+)( \w+)? "
     r"(through|in)\b",
     r"\b(put|push)(ting|ing|es)? (the|your) \w+( \w+)? and (the |your )?\w+( \w+)? "
     r"through\b",
@@ -894,8 +937,10 @@ _ASKS_PERMISSION = _rx(
     r"you)?$",
     r"^(that|is that) (all right|ok|fine|good)( with you| by you)?$",
     r"^(ok|all right|fine|good) (with|by|for) you$",
-    r"\bif (you are|that is) (happy|ok|fine|good|comfortable|all right|cool)"
-    r"( with (that|it|you)| for me to| for me to do that)?$",
+    r"\b(if|provided|as long as) (you are|that is) (happy|ok|fine|good|comfortable|all right|"
+    r"cool)( with (that|it|you)| for me to| for me to do that| for (me|us) to)?$",
+    r"\bif (that|this|it) (works|suits)( for you| you)?$",  # "I'll file it now, if that works"
+    r"\bif you (confirm|agree|approve|say so|say yes)$",  # "I'll place the order, if you confirm."
     r"\b(would|will|is) it (be )?(all right|ok|fine|good)( with you| by you)? (if|for) (i|me|we|"
     r"us)\b",
     _COMFORTABLE_WITH_ME,
@@ -1088,6 +1133,10 @@ _READY_LEAD_IN = _rx(
     # "Everything's ready on my end." (not "The record's marked ready": news)
     r"^(ok |okay |so |alright |all right |right |great |perfect |and |cool )*(everything is |"
     r"everything |it is all |all )(now )?ready( to go)?( now| on my (side|end)| at my end)?$",
+    # "alright so that's the whole form", "ok so um that's the record"
+    r"^(ok |okay |so |alright |all right |right |great |perfect |and |cool |um |uh )*(that is|"
+    r"there is|here is|this is) (the|your) (whole |full |complete |entire |finished |final )?"
+    r"(form|record|draft|request|application|submission|file|package|lot)$",
 )
 """A sentence that only says the record is complete, before the proposal that follows it."""
 _RECAP_WORDS = _rx(
@@ -1154,7 +1203,17 @@ _WAITS_FOR_LEAVE = re.compile(
     r"( \w+){0,3} until you\b"
     # "Please be informed that I will not commit anything until you give me the word again."
     r"|\b(i|we) (will not|would not|shall not|cannot|am not going to|do not|are not going to) "
-    r"(\w+ ){1,4}until you\b")
+    r"(\w+ ){1,4}until you\b"
+    # "I'll keep it in draft and won't escalate until you give me the word."
+    r"|\band (will not|would not|shall not|am not going to|do not|are not going to) "
+    r"(\w+ ){1,4}until you\b"
+    # "I'll wait for your go-ahead before anything gets booked.", "the commit itself will wait
+    # for your say-so"
+    # "..., but it stays uncommitted until you give me the go-ahead."
+    r"|\b(stays|stay|remains|remain|sits|sit|is held|is kept|stays parked) (\w+ ){0,3}until you\b"
+    r"|\b(wait|waits|waiting|hold off|holding off) (\w+ ){0,2}(for|on) (your|the caller) (\w+ )?"
+    r"(ok|go ahead|say so|word|green light|approval|confirmation|consent|yes|sign off|"
+    r"permission|nod|thumbs up)\b")
 """A statement that the action waits for the caller's word: it asks nothing."""
 _CLAUSE_BREAK = frozenset({"or", "but", "so", "because", "and"})
 """Where the words after a gated verb stop belonging to its object ("..., or do you need
@@ -1203,7 +1262,11 @@ def _someone_else_does(w: list[str], i: int) -> bool:
     will submit it"): not the agent's act."""
     if i > 0 and w[i - 1] in ("being", "been"):
         return True  # a passive: "or is that still being finalized?"
-    before = [x for x in w[max(0, i - 6):i] if x not in _AUXILIARIES and x not in _MODAL_FILLER]
+    window = w[max(0, i - 6):i]
+    others = [k for k, x in enumerate(window) if x in _THIRD_PERSON]
+    if others and not set(window[others[-1]:]) & {"i", "we", "me", "us", "you"}:
+        return True  # "Does anyone else at Whitmore need to sign off on the venue?"
+    before = [x for x in window if x not in _AUXILIARIES and x not in _MODAL_FILLER]
     if not before:
         return False
     # "why Dr. Singh sent you": a title before the subject's name
@@ -1252,7 +1315,8 @@ _OBJECT_STOP = frozenset({
     "is", "ok", "all", "as", "from", "while", "unless", "until", "are", "was", "were", "not",
     "will", "would", "can", "could", "do", "does", "did", "should", "shall", "may", "might",
     "have", "has", "yeah", "yes", "correct", "please", "too", "whenever", "soon", "alongside",
-    "along", "besides", "plus", "together", "next",
+    "along", "besides", "plus", "together", "next", "like", "straight", "immediately",
+    "shortly", "first", "later",
 })
 _OBJECT_SKIP = frozenset({
     "it", "this", "that", "these", "those", "them", "the", "your", "my", "our", "a", "an",
@@ -1270,6 +1334,8 @@ _GENERIC_OBJECT = frozenset({
     "draft", "version", "entry", "item", "package", "off",
 })
 """Objects that name the artifact without its own words ("submit the form")."""
+_PROCEED_WITH = re.compile(r"\b(go ahead|proceed|move forward|move ahead) with (?P<obj>.+)$")
+"""Going ahead with something named: the thing decides which action it is."""
 _PROCEED_ONLY = _rx(
     r"\b(go ahead|proceed|move forward|move ahead)\b",
 )
@@ -1288,6 +1354,7 @@ _DESK_INTRO = re.compile(
 
 _DEFAULT_GATED_VERBS = (
     "submit", "commit", "finalize", "lodge", "put through", "send in", "hand in", "send",
+    "forward", "pass along", "pass on",
 )
 _STEP_VERBS = frozenset({"check", "look", "search", "verify", "find", "pull", "run", "mark",
                          "ready", "lookup", "calculate", "price", "compute"})
@@ -1331,6 +1398,21 @@ _SO_LEAD = re.compile(
 )  # not "so that I can open a case" (a purpose)
 _PURPOSE = re.compile(r"\bso (that )?(i|we) (can|could|will|have)\b")
 """A purpose clause: the verb in it is why the agent asks, not what it proposes."""
+_WHAT_I_WILL = re.compile(
+    r"\b(is|are|that is|this is) (what|everything|all|exactly what) (i|we) (will|am going to|are "
+    r"going to|would|plan to|intend to) (\w+ ){1,4}")
+"""What the agent will put in or send, stated ("that's what I'll put in, right?"): a check of
+the content, not leave for the action."""
+_STRANDED = re.compile(
+    r"\b(?P<clause>(i|we|you) (are|were|will be|will|would|am) (\w+ ){1,4}(for|by|with|about|from))"
+    r"( (yes|right|correct|is that right|is that correct|yeah))?$")
+"""A relative clause whose preposition is left at the end ("the date we're sending this out
+for, yes?"): the gated verb in it says what a value is for, it proposes nothing."""
+_LEAD_PURPOSE = re.compile(
+    r"^\W*(?:(?:and|just|ok|okay|now|right) )*(?:so|so that|in order that) (?:i|we) (?:can|could)\b"
+    r"[^,;?]*,\s*(?P<rest>.+)$", re.IGNORECASE)
+"""A purpose clause before the question: "And so I can process the cancellation, can you
+confirm the zip code?"."""
 _CALLER_DID = re.compile(
     r"\b(did|have|had|has) (you|he|she|they|your \w+|someone|anyone|anybody) (already |ever |"
     r"just |also |yet |maybe )?(\w+ed|sent|put|filed|submitted|lodged|booked|done|made|got|"
@@ -1630,14 +1712,31 @@ def _small_number(value: Any) -> bool:
     return abs(number) < 13 and number.is_integer()
 
 
+_FORWARD_AS_ADVERB = frozenset({
+    "look", "looks", "looking", "looked", "move", "moves", "moving", "moved", "step", "steps",
+    "go", "goes", "going", "went", "come", "comes", "coming", "came", "bring", "brought",
+    "carry", "carried", "put", "way", "fast", "straight", "plan", "planning",
+    "date", "pay", "paying", "roll", "rolled", "rolling", "push", "pushing", "lean", "leaning",
+})
+"""Words before which "forward" is an adverb or a noun, not the verb (a gated verb by default)."""
+
+
+_NOT_A_NOUN_BEFORE = _AGENT_MARKERS | {
+    "you", "they", "he", "she", "not", "also", "just", "now", "then", "quickly"}
+
+
 def _noun_use(w: list[str], i: int) -> bool:
     """The gated word at ``i`` is a noun: after a determiner ("your files"), or after a
     determiner and one adjective ("the right file", "the final submission")."""
+    if w[i] == "forward" and i > 0 and w[i - 1] in _FORWARD_AS_ADVERB:
+        return True  # "looking forward to it", "a step forward", not "I'll forward it"
     if i > 0 and (w[i - 1] in _DETERMINER_BEFORE_NOUN or (w[i - 1] in ("on", "in") and (
             i + 1 == len(w) or w[i + 1] not in ("it", "this", "that", "them")))):
         return True  # "your files", "the address on file", not "put it in"
-    return i > 1 and w[i - 2] in _DETERMINER_BEFORE_NOUN and w[i - 1] not in _AGENT_MARKERS | {
-        "you", "they", "he", "she", "not", "also", "just", "now", "then", "quickly"}
+    if i > 2 and w[i - 3] in _DETERMINER_BEFORE_NOUN and (w[i - 2].isdigit() or w[i - 2] in (
+            "new", "old", "current", "latest")) and w[i - 1] not in _NOT_A_NOUN_BEFORE:
+        return True  # "the 2027 price book", "the new order book"
+    return i > 1 and w[i - 2] in _DETERMINER_BEFORE_NOUN and w[i - 1] not in _NOT_A_NOUN_BEFORE
 
 
 def _starts_with_seq(words: list[str], i: int, seqs: Iterable[tuple[str, ...]]) -> bool:
@@ -2490,6 +2589,18 @@ class SemanticActObserver:
             if asks_caller and not (self._has_gated(before)
                                     or _generic_proceed(" ".join(before))):
                 return False  # "Could you give me the date so I can put it in?": a request
+        content = _WHAT_I_WILL.search(c.joined)
+        if content and self._has_gated(content.group(0).split()) and not _ASKS_PERMISSION.search(
+                c.joined):
+            return False  # "..., and that's what I'll put in, right?": what goes in, checked
+        stranded = _STRANDED.search(c.joined)
+        if stranded and self._has_gated(stranded.group("clause").split()):
+            return False  # "it's still the fourteenth we're sending this out for, yes?"
+        lead_purpose = _LEAD_PURPOSE.match(c.text)
+        if lead_purpose:
+            rest = _words(lead_purpose.group("rest"))
+            if rest and (_REQUEST.match(" ".join(rest)) or rest[0] in _WH):
+                return False  # the question after the purpose asks the caller
         lead = c.words[c.lead()] if c.words else ""
         explicit = bool(_APPROVAL_EXPLICIT_Q.search(c.joined)
                         or _APPROVAL_EXPLICIT_S.search(c.joined))
@@ -2547,6 +2658,9 @@ class SemanticActObserver:
         w = c.words
         if _ADDITIONAL.search(c.joined):
             return None  # "Should I book you in for a second opinion as well?": one more thing
+        wanted = _WANT_IT_DONE.search(c.joined)
+        if wanted:  # "Would you like the preservation letter sent?": the thing before the verb
+            return self._pick(self._rules, self._object_stems(wanted.group("obj").split(), 0))
         stems = set(c.stems)
         foreign_anywhere = bool(stems & (_FOREIGN_OBJECT - {"note", "call", "card"}
                                          - self._artifact_words))
@@ -2563,9 +2677,12 @@ class SemanticActObserver:
             after = list(itertools.takewhile(lambda x: x not in _CLAUSE_BREAK, w[end:end + 10]))
             if obj & _OTHER_VERSION or _ANOTHER_ONE.search(" ".join(after)):
                 obj.add("another")  # "last year's plan", "the old request"
-            rules = [r for r in self._rules
-                     if any(tuple(w[i:i + len(v)]) == v for v in r.verbs)] or self._rules
-            rule = self._pick(rules, obj)
+            declared = [r for r in self._rules
+                        if any(tuple(w[i:i + len(v)]) == v for v in r.verbs)]
+            if not declared and re.search(r"\bto (you|your)\b", " ".join(after)):
+                continue  # "send the order form to your AP team": a copy, by a verb the task
+                #           does not declare for its action
+            rule = self._pick(declared or self._rules, obj)
             if rule is not None:
                 return rule
         generic = _generic_proceed(c.joined)
@@ -2577,6 +2694,11 @@ class SemanticActObserver:
                     _FOREIGN_OBJECT - {"note", "call", "card"} - self._artifact_words))
             if foreign_anywhere:
                 return None
+            with_obj = _PROCEED_WITH.search(c.joined)
+            if with_obj and not self._has_gated(w):
+                obj = self._object_stems(with_obj.group("obj").split(), 0)
+                if obj - _GENERIC_OBJECT - self._artifact_words or "another" in obj:
+                    return None  # "Shall I go ahead with the lookup?": another step
             if _AGENT_LOOKUP.search(c.joined) and not self._has_gated(w):
                 return None  # "With your okay, I'll look up your premium": leave for a lookup
             mentioned = [r for r in self._rules if r.artifact_words & stems]

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.spec import TaskSpec, read_yaml
 
-Split = Literal["dev", "heldout"]
+Split = Literal["dev", "heldout", "approval"]
 ACTS = (
     "greet", "ask", "confirm", "read_back", "summarize", "request_approval", "offer", "inform",
     "close",
@@ -153,6 +153,25 @@ def load_split(split: Split, tasks: dict[str, TaskSpec], root: Path | None = Non
     if problems:
         raise CorpusError("\n".join(problems))
     return out
+
+
+class ApprovalMarks(BaseModel):
+    """A blind annotator's marks on the approval set: for every turn, whether it asks leave
+    for the task's gated action (``tests/corpus/observer/agreement_approval/<annotator>.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    annotator: str
+    asks_leave: dict[str, bool]
+
+
+def load_approval_marks(path: Path) -> dict[str, bool]:
+    try:
+        return ApprovalMarks.model_validate(read_yaml(path)).asks_leave
+    except ValidationError as exc:
+        lines = [f"{path}: {'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+                 for e in exc.errors()]
+        raise CorpusError("\n".join(lines)) from None
 
 
 # --------------------------------------------------------------------------- scoring

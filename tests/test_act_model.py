@@ -38,7 +38,8 @@ def test_shipped_weights_are_those_the_corpus_and_rules_give() -> None:
 def test_never_trained_on_validation_writers_or_the_held_out_split() -> None:
     examples = training_examples()
     ids = {e.item_id for e in examples}
-    held_out = {item.id for path in (corpus_dir() / "heldout").glob("*.yaml")
+    held_out = {item.id for split in ("heldout", "approval")
+                for path in (corpus_dir() / split).glob("*.yaml")
                 for item in load_file(path).items}
     validation = {item.id for path in (corpus_dir() / "dev").glob("*.yaml")
                   for f in [load_file(path)] if is_validation_writer(f.writer)

@@ -1181,6 +1181,76 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      [("request_approval", "submit:bp_1")]),
     ("apexv1_076", "Would it help if I sent over premium support pricing alongside the order "
      "form?", [("offer", None)]),
+    # after dev-49 was counted: waiting for the caller's word, said as a statement, asks nothing
+    ("apexv1_070", "I'll wait for your go-ahead before anything gets filed.", [("inform", None)]),
+    ("apexv1_001", "The enrollment itself will wait on your say-so.", [("inform", None)]),
+    ("apexv1_114", "I'll leave it in draft and won't send it until you tell me.",
+     [("inform", None)]),
+    # a purpose clause before a question for a field
+    ("apexv1_057", "And so I can put the cancellation through, what's the policy number?",
+     [("ask", "policy_number")]),
+    ("apexv1_057", "So I can put the cancellation through now, is that okay?",
+     [("request_approval", "submit:canc_1")]),  # a guard
+    # leave asked with a hedge after the gated action
+    ("apexv1_114", "I'll send the timeline over to the data team now, if that works for you.",
+     [("request_approval", "submit:tl_1")]),
+    ("apexv1_051", "I'll put the credit through now, provided you're happy with that.",
+     [("request_approval", "commit:dispute_1")]),
+    ("apexv1_100", "Can I send it in like that?", [("request_approval", "submit:bp_1")]),
+    # "forward" is a gated verb by default, not in "looking forward to"
+    ("apexv1_100", "Shall I forward the budget record to finance now?",
+     [("request_approval", "submit:bp_1")]),
+    ("apexv1_010", "Is the team looking forward to the new site?", [("ask", None)]),
+    # an unpunctuated transcript: a question starts at an inverted "can I"
+    ("apexv1_001", "ok thats everything on the form can i send it in now",
+     [("request_approval", "commit:enr_1")]),
+    # a gated verb in a relative clause with its preposition at the end proposes nothing
+    ("apexv1_078", "And it's the fourteenth of October we're sending the proposal out for, "
+     "right?", [("confirm", "event_date")]),
+    # after dev-50 and dev-51 were counted: no leave asked by a statement that the action
+    # waits, by what the agent will put in, by a noun compound, by a copy sent to the caller's
+    # side, or by someone else's sign-off
+    ("apexv1_057", "The record's ready, but it stays unsubmitted until you give me the word.",
+     [("inform", None)]),
+    ("apexv1_070", "So it's June second to the eleventh, and that's what I'll file, right?",
+     [("summarize", None), ("confirm", "start_date"), ("confirm", "end_date")]),
+    ("apexv1_076", "Let me open the new order book, okay to hold for a second?", [("ask", None)]),
+    ("apexv1_076", "Shall I forward the order form to your finance team?", [("offer", None)]),
+    ("apexv1_100", "Does anyone else at the company need to sign off on the budget first?",
+     [("ask", None)]),
+    ("apexv1_032", "You still want the preservation letter sent, right?",
+     [("confirm", "letter_requested")]),
+    ("apexv1_051", "Can I go ahead with a quick lookup of the invoice?", [("offer", None)]),
+    # leave asked: the action as what the caller wants done, the artifact going off, a
+    # particle verb, leave on the caller's agreement, British spelling
+    ("apexv1_076", "Want the order placed today?", [("request_approval", "commit:order_1")]),
+    ("apexv1_010", "Would you like the badge request sent to issuing now?",
+     [("request_approval", "submit:badge_1")]),
+    ("apexv1_114", "Are you happy for this to go over to the data team now?",
+     [("request_approval", "submit:tl_1")]),
+    ("apexv1_032", "Is it alright with you if the intake goes through to the attorneys now?",
+     [("request_approval", "submit:intake_1")]),
+    ("apexv1_100", "I'd like to get the budget off to finance, would that be okay?",
+     [("request_approval", "submit:bp_1")]),
+    ("apexv1_051", "Shall we get the refund moving?", [("request_approval", "commit:dispute_1")]),
+    ("apexv1_070", "I'll pop the leave request in now, if that's alright.",
+     [("request_approval", "commit:lr_1")]),
+    ("apexv1_051", "I'll proceed with the credit now, if that's alright with you.",
+     [("request_approval", "commit:dispute_1")]),
+    ("apexv1_114", "Would it be alright if I pushed the timeline through now?",
+     [("request_approval", "submit:tl_1")]),
+    ("apexv1_078", "If you're happy with all of that, I'll send the proposal now.",
+     [("request_approval", "submit:venue_1")]),
+    ("apexv1_078", "If I have your agreement, I'd like to issue the proposal now.",
+     [("request_approval", "submit:venue_1")]),
+    ("apexv1_010", "Unless you see anything to change, I'll submit the badge request now.",
+     [("request_approval", "submit:badge_1")]),
+    ("apexv1_076", "Then I'll book the order, if you confirm.",
+     [("request_approval", "commit:order_1")]),
+    ("apexv1_070", "If so, I'll file it straight away.", [("request_approval", "commit:lr_1")]),
+    ("apexv1_114", "I send the timeline to the on-call now. Sound okay?",
+     [("request_approval", "submit:tl_1")]),
+    ("apexv1_078", "Shall I finalise the proposal then?", [("request_approval", "submit:venue_1")]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:

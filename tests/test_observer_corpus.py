@@ -14,6 +14,7 @@ from runtime.observer_eval import (
     PredictedAct,
     check_file,
     corpus_dir,
+    load_approval_marks,
     load_file,
     load_split,
     score,
@@ -88,3 +89,30 @@ def test_blind_annotations_cover_the_held_out_split(tasks: dict[str, TaskSpec]) 
             assert check_file(corpus, tasks[corpus.task], path) == []
             seen |= {item.id: item.text for item in corpus.items}
         assert seen == held, folder.name
+
+
+def test_the_approval_set_covers_every_gated_task_and_its_blind_marks_cover_it(
+        tasks: dict[str, TaskSpec]) -> None:
+    """The approval set (held out like the held-out split, docs/observer_corpus.md) has turns
+    for every task with a gated action, from writers who wrote no other split; each blind
+    annotator marked every one of its turns, and only those."""
+    items = load_split("approval", tasks)
+    gated = {t for t, task in tasks.items() if task.authorization}
+    assert {t.id for t, _ in items} == gated
+    asks = sum(any(a.act == "request_approval" for a in item.acts) for _, item in items)
+    assert asks >= 100 and len(items) - asks >= 100
+    writers = {load_file(p).writer for p in (corpus_dir() / "approval").glob("*.yaml")}
+    others = {load_file(p).writer for split in ("dev", "heldout")
+              for p in (corpus_dir() / split).glob("*.yaml")}
+    assert writers and not writers & others
+    marks = sorted((corpus_dir() / "agreement_approval").glob("*.yaml"))
+    assert len(marks) >= 2
+    for path in marks:
+        assert set(load_approval_marks(path)) == {item.id for _, item in items}, path.name
+
+
+def test_approval_marks_name_the_file_and_field_when_malformed(tmp_path) -> None:
+    bad = tmp_path / "blind-x.yaml"
+    bad.write_text("annotator: x\nasks_leave: {a-1: maybe}\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"blind-x.yaml: asks_leave.a-1"):
+        load_approval_marks(bad)
