@@ -1,22 +1,29 @@
-"""A learned second opinion on two act types of the semantic-act observer.
+"""A learned second opinion on three act types of the semantic-act observer.
 
 The observer's rules (``runtime/observer.py``) decide every act. For the two act types where
 writers' labels follow the turn's whole shape more than any one phrase (``summarize``: is this
 turn a recap?; ``inform``: does it tell the caller anything besides its other acts?), a
 logistic regression per act reads the turn's words and word pairs together with the rules' own
-acts and decides whether the act is present. It is trained on the labelled development corpus
+acts and decides whether the act is present. A third regression, over the words alone
+(:data:`RULE_BLIND`), says whether the turn asks leave for the task's gated action
+(``request_approval``). They are trained on the labelled development corpus
 (docs/observer_corpus.md) without the validation writers (``VALIDATION_WRITERS``), whose turns
-are never read, nor the held-out split.
+are never read, nor the held-out splits.
 
-What the model may change is narrow, so that no caller decision that matters can move on its
-word alone:
+What the model may change is narrow, so that no caller decision that matters can move on a
+weak word of it:
 
 * ``summarize``: it may only take away a recap the rules found (never add one: a recap counts
   as having said what will be submitted, an approval condition); the fields restated stay;
 * ``inform``: it may add one (on the first sentence no other act came from; when every
   sentence has an act, beside the last one, but never in a turn that asks leave, whose lead-in
   is part of the request: guide rule 2) or take informs away, except an inform that names a
-  negotiated field (the caller weighs proposals in it).
+  negotiated field (the caller weighs proposals in it);
+* ``request_approval``: it may take away a request the rules found only when it is sure the
+  turn asks no leave (margin under ``-APPROVAL_MARGIN``: a false approval is worse than a
+  miss), and add one the rules missed only when it is as sure the turn does, on a task with
+  exactly one gated action (the request is bound to it; the caller still grants only when the
+  task's approval conditions hold).
 
 The weights are a JSON file next to this module, a pure function of the corpus and the rules:
 ``python -m runtime.act_model train`` rebuilds it, ``python -m runtime.act_model check`` tells
@@ -48,8 +55,16 @@ from runtime.observer_eval import (
 )
 
 MODEL_PATH = Path(__file__).with_name("act_model.json")
-MODELLED = ("summarize", "inform")
-"""The act types the model decides."""
+MODELLED = ("summarize", "inform", "request_approval")
+"""The act types the model gives an opinion on."""
+RULE_BLIND = frozenset({"request_approval"})
+"""Acts modelled from the turn's words alone, without the rules' acts as features: the rules
+are tuned on the same corpus, so a model that may see them only learns to copy them."""
+_RULE_FEATURES = ("r:", "rn:")
+APPROVAL_MARGIN = 1.5
+"""How sure the model must be (in log-odds) to overrule the rules on a request for leave;
+chosen on the approval-focused writers dev-52/dev-53 while they were held out of training
+(docs/observer_corpus.md)."""
 FORMAT = 1
 C = 1.0
 """Inverse L2 strength of the logistic regressions (chosen by leave-one-writer-set-out
@@ -100,8 +115,12 @@ class ActModel:
 
     def margins(self, text: str, rule_acts: RuleActs) -> dict[str, float]:
         """Per modelled act, the log-odds that a labeller marks it in this turn."""
-        cols = [self.index[f] for f in features(text, rule_acts) if f in self.index]
-        return {act: self.bias[act] + math.fsum(self.weights[act][c] for c in cols)
+        feats = features(text, rule_acts)
+        cols = [self.index[f] for f in feats if f in self.index]
+        blind = [self.index[f] for f in feats
+                 if f in self.index and not f.startswith(_RULE_FEATURES)]
+        return {act: self.bias[act] + math.fsum(
+                    self.weights[act][c] for c in (blind if act in RULE_BLIND else cols))
                 for act in MODELLED}
 
     def decide(self, text: str, rule_acts: RuleActs) -> dict[str, bool]:
@@ -209,10 +228,12 @@ def train(examples: Sequence[Example]) -> ActModel:
     names += sorted(f"r:{a}" for a in ACTS if f"r:{a}" not in counts)
     index = {n: i for i, n in enumerate(names)}
     rows = [sorted(index[f] for f in fs if f in index) for fs in feats]
+    blind = [[c for c in r if not names[c].startswith(_RULE_FEATURES)] for r in rows]
     weights: dict[str, tuple[float, ...]] = {}
     bias: dict[str, float] = {}
     for act in MODELLED:
-        bias[act], weights[act] = _fit(rows, [act in e.labelled for e in examples], len(names))
+        bias[act], weights[act] = _fit(blind if act in RULE_BLIND else rows,
+                                       [act in e.labelled for e in examples], len(names))
     return ActModel(index=index, weights=weights, bias=bias, trained_on={
         "split": "dev", "without_writers": list(VALIDATION_WRITERS),
         "turns": len(examples), "digest": digest(examples)})

@@ -40,6 +40,7 @@ from grading.fields import (
     value_in_text,
 )
 from grading.fields import spelled_out as _words_to_digits_text
+from runtime.act_model import APPROVAL_MARGIN
 from runtime.act_model import load_model as load_act_model
 from runtime.memo import remember
 from runtime.spec import AuthorizationRule, FieldSpec, TaskSpec, TriggerProposal
@@ -392,8 +393,8 @@ _IF_AGREED = re.compile(
     r"(of )?that|it all|that all|how (it|that) reads|everything (i|we) (just )?(read|went over)"
     r"( back)?))?|i have your (agreement|approval|ok|permission|go ahead|consent)|"
     r"you agree|that works( for you)?|you say so|you say yes|you give me the go ahead|"
-    r"(it|that) is (all right|alright|ok|okay|fine) (with|by) you|(it|that|everything|all of that) "
-    r"(all )?matches( your notes| what you have( got)?)?)"
+    r"(it|that) is (all right|alright|ok|okay|fine)( (with|by) you)?|"
+    r"(it|that|everything|all of that) (all )?matches( your notes| what you have( got)?)?)"
     r"( then)? (i will|i can|i shall|we will|we can|i am going to|i would|i could|we could)\b"
     # "Unless you've spotted anything to change, I'll send it through to issuing now."
     r"|^unless you (have |would )?(spotted|spot|see|seen|want|like|need) (\w+ ){0,4}"
@@ -613,12 +614,20 @@ _APPROVAL_EXPLICIT_Q = _rx(
     r"\b(you|you are) (ok|fine|happy|good|comfortable) (with|for) (me|us) (to )?"
     r"(go ahead|proceed|move forward)\b",
 )
+_LEAVE_IN_SO_MANY_WORDS = _rx(
+    r"^((so|and|ok|then) )*(do|would|will) you (please )?(approve|authorize|authorise|consent)\b",
+    r"\b(do i have|may i have|can i have|can i get|could i get|i need|i would need) your "
+    r"(approval|permission|authorization|authorisation|consent|go ahead|ok|blessing)\b",
+)
+"""A request for leave the act model never takes away: the caller's approval asked for by name
+("Do you approve the enrollment as described?", "Do I have your approval to submit?")."""
 _APPROVAL_EXPLICIT_S = _rx(
     r"\b(need|require|want|get|have|like) your (approval|permission|authorization|"
     r"authorisation|consent|go ahead|ok|sign off)\b",
     r"\bwith your (approval|permission|authorization|authorisation|consent|ok)\b",
     r"\bplease (approve|authorize|authorise)\b",
     r"\blet me know if (i can|i may|i should|it is ok to|you approve)\b",
+    r"\ba (yes|go ahead|ok) from you\b",  # "All I need now is a yes from you and I'll ..."
     r"\b(need|want|wait for|get) (a|your|the) (clear |quick |final |explicit |firm )?(yes|ok|"
     r"go ahead|nod|green light|say so|thumbs up)\b",
     r"\b(you )?give me the (go ahead|nod|green light|ok|thumbs up|word)\b",
@@ -652,6 +661,7 @@ _FRAME_FILLER = frozenset({
     "now", "please", "just", "then", "also", "actually", "officially", "formally", "quickly",
     "right", "away", "get", "have", "it", "that", "this", "these", "them", "everything",
     "all", "to", "for", "you", "go", "ahead", "and", "of", "today", "finally", "really",
+    "try",  # "would you like me to try submitting again?"
 })
 _PROCEED = frozenset({"proceed", "continue"})
 _USER_ACTS_FRAMES = frozenset({("you", "like", "to"), ("you", "want", "to")})
@@ -891,9 +901,9 @@ _GENERIC_PROCEED = _rx(
     r"\bget(ting)? (it|this|that|the \w+|your \w+)( \w+)? (off|over|across|through) to\b",
     # "Are you happy for this to go off to badge issuing?", "Is it alright with you if this
     # goes through to the attorneys now?"
-    r"\bfor (it|this|that|the \w+|your \w+)( \w+)? to go (off|through|over|out|across) to\b",
-    r"\b(all right|ok|fine)( with you)? if (it|this|that|the \w+|your \w+)( \w+)? goes (off|"
-    r"through|over|out|across) to\b",
+    r"\bfor (it|this|that|the \w+|your \w+)( \w+)? to go (off|through|over|out|across)( to\b|$)",
+    r"\b(all right|ok|fine)( with you| by you)? if (it|this|that|the \w+|your \w+)( \w+)? goes "
+    r"(off|through|over|out|across|in) to\b",
     # the causative: "Shall we get your enrollment submitted?"
     r"\b(i|we|us|me) (just |quickly |now )?get (it|this|that|everything|the \w+|your \w+) "
     r"(submitted|sent|filed|booked|processed|committed|finalized|placed|scheduled|lodged|"
@@ -940,7 +950,12 @@ _ASKS_PERMISSION = _rx(
     r"\b(if|provided|as long as) (you are|that is) (happy|ok|fine|good|comfortable|all right|"
     r"cool)( with (that|it|you)| for me to| for me to do that| for (me|us) to)?$",
     r"\bif (that|this|it) (works|suits)( for you| you)?$",  # "I'll file it now, if that works"
-    r"\bif you (confirm|agree|approve|say so|say yes)$",  # "I'll place the order, if you confirm."
+    # "I'll place the order, if you confirm.", "..., if you'll let me."
+    r"\bif you (confirm|agree|approve|say so|say yes|will let me|would let me|let me)$",
+    r"\bis that acceptable( to you)?$",
+    r"\bassuming (that is|it is|you are) (all right|ok|fine|good|happy)( (with|by) (you|that|"
+    r"it))?$",
+    r"\bunless you would rather (i did not|i not|not|hold off|wait|i held off|i waited)$",
     r"\b(would|will|is) it (be )?(all right|ok|fine|good)( with you| by you)? (if|for) (i|me|we|"
     r"us)\b",
     _COMFORTABLE_WITH_ME,
@@ -1211,6 +1226,8 @@ _WAITS_FOR_LEAVE = re.compile(
     # for your say-so"
     # "..., but it stays uncommitted until you give me the go-ahead."
     r"|\b(stays|stay|remains|remain|sits|sit|is held|is kept|stays parked) (\w+ ){0,3}until you\b"
+    # "I'm holding off on sending anything until you give me the word."
+    r"|\b(hold|holding|held|wait|waiting|keep|keeping|leave|leaving) (\w+ ){0,4}until you\b"
     r"|\b(wait|waits|waiting|hold off|holding off) (\w+ ){0,2}(for|on) (your|the caller) (\w+ )?"
     r"(ok|go ahead|say so|word|green light|approval|confirmation|consent|yes|sign off|"
     r"permission|nod|thumbs up)\b")
@@ -1948,8 +1965,10 @@ class SemanticActObserver:
         """The act model's second opinion on recaps and information (runtime/act_model.py):
         it may take a recap away, and add or take away information, except information that
         names a negotiated field (the caller weighs the proposal in it)."""
+        margins = load_act_model().margins(transcript, [(a.act, a.field) for a in acts])
+        decision = {act: m > 0 for act, m in margins.items()}
+        acts = self._approval_opinion(transcript, acts, margins["request_approval"])
         rules = acts
-        decision = load_act_model().decide(transcript, [(a.act, a.field) for a in acts])
         if not decision["summarize"] and not any(
                 _RECAP_WORDS.search(" ".join(_words(s))) for s in split_sentences(transcript)):
             acts = [a for a in acts if a.act != "summarize"]  # a recap it announces stays
@@ -1972,6 +1991,49 @@ class SemanticActObserver:
                 at = next((k for k, a in enumerate(acts) if place(a) > bare), len(acts))
                 acts = [*acts[:at], Act(act="inform", text=sentences[bare]), *acts[at:]]
         return acts or rules  # never a turn without acts
+
+    def _approval_opinion(self, transcript: str, acts: list[Act], margin: float) -> list[Act]:
+        """The act model's word on a request for leave, taken only when it is sure: a request
+        the rules found becomes what its sentence otherwise is (a question the agent would act
+        on: an offer; another question: an ask; a statement: information); a request the rules
+        missed replaces the turn's last offer, else its last field-less question, else its last
+        field-less information, bound to the task's one gated action."""
+        asks = [k for k, a in enumerate(acts) if a.act == "request_approval"]
+        if asks and margin < -APPROVAL_MARGIN:
+            out = list(acts)
+            model = load_act_model()
+            for k in asks:
+                if _LEAVE_IN_SO_MANY_WORDS.search(" ".join(_words(acts[k].text))):
+                    continue  # "Do you approve the enrollment?": leave asked in so many words
+                own = [(a.act, a.field) for a in acts if a.text == acts[k].text]
+                if model.margins(acts[k].text, own)["request_approval"] >= -APPROVAL_MARGIN:
+                    continue  # its own sentence, read alone, may ask: the rules stand
+                words = " ".join(_words(out[k].text))
+                kind: ActName = ("inform" if not out[k].text.rstrip().endswith("?")
+                                 else "offer" if _AGENT_ACTS.search(words) else "ask")
+                out[k] = out[k].model_copy(update={"act": kind, "action": None, "artifact": None})
+            return [a for k, a in enumerate(out) if a not in out[:k]]
+        if asks or margin <= APPROVAL_MARGIN or len(self._rules) != 1:
+            return acts
+        rule = self._rules[0].rule
+        for kinds in (("offer",), ("ask", "confirm"), ("inform",)):
+            at = next((k for k in range(len(acts) - 1, -1, -1)
+                       if acts[k].act in kinds and acts[k].field is None), None)
+            if at is not None and self._names_another_object(acts[at].text):
+                return acts  # "May I submit the leave request?": the rules' object stands
+            if at is not None:
+                return [*acts[:at], Act(act="request_approval", action=rule.action,
+                                        artifact=rule.artifact, text=acts[at].text),
+                        *acts[at + 1:]]
+        sentences = split_sentences(transcript) or [transcript]
+        return [*acts, Act(act="request_approval", action=rule.action, artifact=rule.artifact,
+                           text=sentences[-1])]
+
+    def _names_another_object(self, sentence: str) -> bool:
+        """The sentence has a gated verb whose object is not the gated artifact."""
+        words = _words(sentence)
+        return self._has_gated(words) and self._bind(
+            _Clause.of(sentence, words, sentence.rstrip().endswith("?"), [])) is None
 
     def _observe(self, transcript: str) -> list[Act]:
         acts: list[Act] = []

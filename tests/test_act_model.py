@@ -11,7 +11,9 @@ import pytest
 
 import runtime.observer as observer_module
 from runtime.act_model import (
+    APPROVAL_MARGIN,
     MODELLED,
+    RULE_BLIND,
     ActModel,
     ActModelError,
     _fit,
@@ -77,10 +79,14 @@ def test_margins_are_the_bias_plus_the_weights_of_the_turns_features() -> None:
     model = ActModel(index={n: i for i, n in enumerate(names)},
                      weights={act: tuple(0.5 for _ in names) for act in MODELLED},
                      bias={act: -1.0 for act in MODELLED}, trained_on={})
-    assert model.margins(text, rules) == {act: -1.0 + 0.5 * len(names) for act in MODELLED}
+    words_only = [n for n in names if not n.startswith(("r:", "rn:"))]
+    assert len(words_only) < len(names)
+    assert model.margins(text, rules) == {
+        act: -1.0 + 0.5 * len(words_only if act in RULE_BLIND else names) for act in MODELLED}
     assert "r:close" in names and "endq" in names and "w:?" in names and "b:anything_else" in names
     assert model.margins("", []) == {act: -1.0 + 0.5 * sum(
-        1 for n in names if n in features("", [])) for act in MODELLED}
+        1 for n in (words_only if act in RULE_BLIND else names) if n in features("", []))
+        for act in MODELLED}
 
 
 def test_bad_weights_files_name_the_file_and_the_fix(tmp_path: Path) -> None:
@@ -105,10 +111,11 @@ def test_bad_weights_files_name_the_file_and_the_fix(tmp_path: Path) -> None:
         load_model.cache_clear()
 
 
-def _fixed(summarize: float, inform: float) -> ActModel:
+def _fixed(summarize: float, inform: float, approval: float = 0.0) -> ActModel:
     """A model that says the same for every turn (its bias alone)."""
     return ActModel(index={}, weights={act: () for act in MODELLED},
-                    bias={"summarize": summarize, "inform": inform}, trained_on={})
+                    bias={"summarize": summarize, "inform": inform,
+                          "request_approval": approval}, trained_on={})
 
 
 def _acts(monkeypatch: pytest.MonkeyPatch, model: ActModel, task_id: str, text: str,
@@ -146,3 +153,30 @@ def test_what_the_model_may_change(monkeypatch: pytest.MonkeyPatch) -> None:
     # a turn never ends up without acts
     assert _acts(monkeypatch, _fixed(no, no), "apexv1_001", "Okay, thanks.") == [
         ("inform", None)]
+
+
+def test_the_model_overrules_a_request_for_leave_only_when_sure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sure_no, unsure, sure_yes = -APPROVAL_MARGIN - 1, 0.0, APPROVAL_MARGIN + 1
+    ask = "Shall I submit the enrollment now?"
+    assert _acts(monkeypatch, _fixed(0, 0, unsure), "apexv1_001", ask) == [
+        ("request_approval", None)]
+    # a request the rules found goes only when the model is sure, also of its own sentence
+    assert _acts(monkeypatch, _fixed(0, 0, sure_no), "apexv1_001", ask) == [("offer", None)]
+    assert _acts(monkeypatch, _fixed(0, 0, sure_no), "apexv1_001",
+                 "I'll submit the enrollment now, is that okay?") == [("ask", None)]
+    assert _acts(monkeypatch, _fixed(0, 0, sure_no), "apexv1_001",
+                 "I'll submit it if you're happy with that.") == [("inform", None)]
+    # a request the rules missed is added, bound to the task's one gated action, in place of
+    # the turn's last offer (else a field-less question, else information)
+    missed = "Want me to make it happen?"
+    assert _acts(monkeypatch, _fixed(0, 0, unsure), "apexv1_001", missed) == [("offer", None)]
+    acts = SemanticActObserver(_task("apexv1_001"))
+    monkeypatch.setattr(observer_module, "load_act_model", lambda: _fixed(0, 0, sure_yes))
+    added = acts.observe(missed)
+    assert [(a.act, a.action, a.artifact) for a in added] == [
+        ("request_approval", "commit:enr_1", "enr_1")]
+    # never on a task without a gated action, nor beside a request the rules found
+    assert _acts(monkeypatch, _fixed(0, 0, sure_yes), "apexv1_011", missed) == [("offer", None)]
+    assert _acts(monkeypatch, _fixed(0, 0, sure_yes), "apexv1_001", ask) == [
+        ("request_approval", None)]

@@ -129,10 +129,9 @@ CASES = [
     ('apexv1_051', 'Should I issue a new invoice with the corrected amount for next month?', False),
     ('apexv1_051', 'Do you want me to process the plan downgrade you mentioned?', False),
     ('apexv1_051', 'Alright to commit the resolution?', True),
-    pytest.param('apexv1_057', 'Should I send you the cancellation form for your car policy?',
-                 False, marks=pytest.mark.xfail(
-                     strict=True,
-                     reason='a different object named only in the trailing "for ..." phrase')),
+    # the rules bind it (a different object named only in the trailing "for ..." phrase); the
+    # act model, sure it asks no leave, takes the request away
+    ('apexv1_057', 'Should I send you the cancellation form for your car policy?', False),
     ('apexv1_057', 'Do you want me to process a refund of the old overpayment first?', False),
     ('apexv1_057', 'Good for me to submit the cancellation?', True),
     ('apexv1_064', 'Should I book transport for you to get to the clinic?', False),
@@ -151,10 +150,9 @@ CASES = [
     ('apexv1_078', 'Want me to issue the badge list to reception?', False),
     ('apexv1_078', 'Can I finalize and send the proposal?', True),
     ('apexv1_100', 'Should I file the receipts from the offsite?', False),
-    pytest.param('apexv1_100',
-                 'Do you want me to send the headcount plan to HR?', False,
-                 marks=pytest.mark.xfail(strict=True,
-                                         reason='the artifact word as the head of another thing')),
+    # the rules bind it (the artifact word as the head of another thing); the act model takes
+    # the request away
+    ('apexv1_100', 'Do you want me to send the headcount plan to HR?', False),
     ('apexv1_100', 'Okay if I submit the plan?', True),
     ('apexv1_114', 'Should I send the incident summary to the customer?', False),
     ('apexv1_114', 'Do you want me to file a bug against the sync service?', False),

@@ -1251,10 +1251,53 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     ("apexv1_114", "I send the timeline to the on-call now. Sound okay?",
      [("request_approval", "submit:tl_1")]),
     ("apexv1_078", "Shall I finalise the proposal then?", [("request_approval", "submit:venue_1")]),
+    # after dev-52 and dev-53 were counted: holding until the caller's word asks nothing; leave
+    # asked with "if you'll let me", "is that acceptable?", "assuming that's fine by you",
+    # "unless you'd rather hold off", "if that's all right", "a yes from you", and the artifact
+    # going out or in
+    ("apexv1_114", "I'm holding the timeline until you give me the word.", [("inform", None)]),
+    ("apexv1_100", "All that's left is to send the budget to finance, if you'll let me.",
+     [("request_approval", "submit:bp_1")]),
+    ("apexv1_010", "I would like to submit the badge request now. Is that acceptable?",
+     [("request_approval", "submit:badge_1")]),
+    ("apexv1_064", "I'll book the appointment now, assuming that's fine by you.",
+     [("request_approval", "commit:appt_1")]),
+    ("apexv1_078", "I'll send the proposal over now unless you'd rather hold off.",
+     [("request_approval", "submit:venue_1")]),
+    ("apexv1_114", "If that's all right, I'll escalate the timeline now.",
+     [("request_approval", "submit:tl_1")]),
+    ("apexv1_010", "All I need is a yes from you and I'll put the badge request in.",
+     [("request_approval", "submit:badge_1")]),
+    ("apexv1_078", "Happy for the proposal to go out?", [("request_approval", "submit:venue_1")]),
+    ("apexv1_100", "Is it all right by you if the budget goes in to finance as read?",
+     [("request_approval", "submit:bp_1")]),
+    ("apexv1_070", "Would you like me to try submitting the leave request again?",
+     [("request_approval", "commit:lr_1")]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:
-    assert _summary(_real(task_id).observe(text)) == expected
+    observer = _real(task_id)
+    observed = (observer.observe_rules(text) if (task_id, text) in _MODEL_TAKES_AWAY
+                else observer.observe(text))
+    assert _summary(observed) == expected
+
+
+_MODEL_TAKES_AWAY = {
+    ("apexv1_078", "Can you sign off on the proposal?"),
+    ("apexv1_001", "Is that something I can submit for you, or would you rather do it yourself?"),
+    ("apexv1_076", "Want the order placed today?"),
+}
+"""Requests for leave the rules find and the act model, sure they ask none (its margin under
+-APPROVAL_MARGIN, it and its own sentence), takes away: misses it costs, kept in sight."""
+
+
+@pytest.mark.xfail(strict=True, reason="the act model takes these requests away: misses it "
+                                       "costs (on dev-52/53, held out of its training, it took "
+                                       "away 5 false approvals and 5 true requests, and added "
+                                       "13 true ones and no false one)")
+@pytest.mark.parametrize(("task_id", "text"), sorted(_MODEL_TAKES_AWAY))
+def test_requests_the_act_model_takes_away(task_id: str, text: str) -> None:
+    assert any(a.act == "request_approval" for a in _real(task_id).observe(text))
 
 
 @pytest.mark.parametrize(("text", "verdict"), [
