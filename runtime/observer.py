@@ -1214,20 +1214,16 @@ what is looked up is a field."""
 _WAITS_FOR_LEAVE = re.compile(
     r"\b(nothing|none of it|no one|it|this|that) (\w+ ){0,3}(goes|gets|will go|will get|is|will be)"
     r" (\w+ ){0,4}until you\b|\b(nothing|none of it) (\w+ ){0,4}until you\b"
-    r"|\b(i|we) (will |am going to |shall )?(hold off|wait|hold on|hold it|keep it|leave it)"
-    r"( \w+){0,3} until you\b"
-    # "Please be informed that I will not commit anything until you give me the word again."
-    r"|\b(i|we) (will not|would not|shall not|cannot|am not going to|do not|are not going to) "
-    r"(\w+ ){1,4}until you\b"
+    # "Please be informed that I will not commit anything until you give me the word again.",
     # "I'll keep it in draft and won't escalate until you give me the word."
-    r"|\band (will not|would not|shall not|am not going to|do not|are not going to) "
+    r"|\b(i|we|and) (will not|would not|shall not|cannot|am not going to|do not|are not going to) "
     r"(\w+ ){1,4}until you\b"
+    # "I'm holding off on sending anything until you give me the word.", "..., but it stays
+    # uncommitted until you give me the go-ahead."
+    r"|\b(hold|holds|holding|held|wait|waits|waiting|keep|keeping|kept|leave|leaving|stay|stays|"
+    r"remain|remains|sit|sits) (\w+ ){0,4}until you\b"
     # "I'll wait for your go-ahead before anything gets booked.", "the commit itself will wait
     # for your say-so"
-    # "..., but it stays uncommitted until you give me the go-ahead."
-    r"|\b(stays|stay|remains|remain|sits|sit|is held|is kept|stays parked) (\w+ ){0,3}until you\b"
-    # "I'm holding off on sending anything until you give me the word."
-    r"|\b(hold|holding|held|wait|waiting|keep|keeping|leave|leaving) (\w+ ){0,4}until you\b"
     r"|\b(wait|waits|waiting|hold off|holding off) (\w+ ){0,2}(for|on) (your|the caller) (\w+ )?"
     r"(ok|go ahead|say so|word|green light|approval|confirmation|consent|yes|sign off|"
     r"permission|nod|thumbs up)\b")
