@@ -166,12 +166,15 @@ class ApprovalMarks(BaseModel):
 
 
 def load_approval_marks(path: Path) -> dict[str, bool]:
+    """One annotator's marks; raises :class:`CorpusError` naming the file (and the key)."""
     try:
         return ApprovalMarks.model_validate(read_yaml(path)).asks_leave
     except ValidationError as exc:
         lines = [f"{path}: {'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
                  for e in exc.errors()]
         raise CorpusError("\n".join(lines)) from None
+    except Exception as exc:
+        raise CorpusError(f"{path}: cannot read: {exc}") from None
 
 
 # --------------------------------------------------------------------------- scoring

@@ -116,3 +116,8 @@ def test_approval_marks_name_the_file_and_field_when_malformed(tmp_path) -> None
     bad.write_text("annotator: x\nasks_leave: {a-1: maybe}\n", encoding="utf-8")
     with pytest.raises(CorpusError, match=r"blind-x.yaml: asks_leave.a-1"):
         load_approval_marks(bad)
+    bad.write_text("annotator: x\nasks_leave: {a-1: [true,\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"blind-x.yaml: cannot read"):
+        load_approval_marks(bad)
+    with pytest.raises(CorpusError, match=r"missing.yaml: cannot read"):
+        load_approval_marks(tmp_path / "missing.yaml")
