@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -76,6 +76,9 @@ class CorpusFile(BaseModel):
     items: list[CorpusItem] = Field(min_length=1)
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
 class CorpusError(Exception):
     """A corpus file is malformed or names fields/actions its task does not have."""
 
@@ -122,16 +125,21 @@ def check_file(corpus: CorpusFile, task: TaskSpec, path: Path) -> list[str]:
     return problems
 
 
-def load_file(path: Path) -> CorpusFile:
+def _read_as(path: Path, model: type[_Model]) -> _Model:
+    """A YAML file validated as ``model``; raises :class:`CorpusError` naming the file and,
+    for a schema problem, the key."""
     try:
-        raw = read_yaml(path)
-        return CorpusFile.model_validate(raw)
+        return model.model_validate(read_yaml(path))
     except ValidationError as exc:
         lines = [f"{path}: {'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
                  for e in exc.errors()]
         raise CorpusError("\n".join(lines)) from None
     except Exception as exc:
         raise CorpusError(f"{path}: cannot read: {exc}") from None
+
+
+def load_file(path: Path) -> CorpusFile:
+    return _read_as(path, CorpusFile)
 
 
 def load_split(split: Split, tasks: dict[str, TaskSpec], root: Path | None = None,
@@ -167,14 +175,7 @@ class ApprovalMarks(BaseModel):
 
 def load_approval_marks(path: Path) -> dict[str, bool]:
     """One annotator's marks; raises :class:`CorpusError` naming the file (and the key)."""
-    try:
-        return ApprovalMarks.model_validate(read_yaml(path)).asks_leave
-    except ValidationError as exc:
-        lines = [f"{path}: {'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                 for e in exc.errors()]
-        raise CorpusError("\n".join(lines)) from None
-    except Exception as exc:
-        raise CorpusError(f"{path}: cannot read: {exc}") from None
+    return _read_as(path, ApprovalMarks).asks_leave
 
 
 # --------------------------------------------------------------------------- scoring
