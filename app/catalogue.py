@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runtime.spec import TaskLoadError, TaskSpec, find_task_files, load_task
+from runtime.core.spec import TaskLoadError, TaskSpec, find_task_files, load_task
 
 
 @dataclass

@@ -15,7 +15,7 @@ import click
 from app.cli_adapters import adapters
 from app.cli_progress import progress_bar, progress_enabled
 from app.cli_study import study
-from runtime.spec import TaskLoadError, TaskSpec, default_tasks_dir, find_task, load_tasks
+from runtime.core.spec import TaskLoadError, TaskSpec, default_tasks_dir, find_task, load_tasks
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -65,7 +65,7 @@ def tasks() -> None:
 def tasks_list(paths: tuple[Path, ...], as_json: bool, comp_json: bool) -> None:
     """List the workflows with their taxonomy labels, then the suite's composition against
     the paper's (Figure 3)."""
-    from runtime.composition import composition_table, format_composition
+    from runtime.suite.composition import composition_table, format_composition
 
     loaded = _load_all(paths)
     rows = [
@@ -91,7 +91,7 @@ def tasks_list(paths: tuple[Path, ...], as_json: bool, comp_json: bool) -> None:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 def tasks_validate(paths: tuple[Path, ...]) -> None:
     """Run the construction checks (appendix B.5); one line per problem, non-zero on any."""
-    from runtime.validate import validate_paths
+    from runtime.suite.validate import validate_paths
 
     targets = list(paths) or [default_tasks_dir()]
     problems = validate_paths(targets)
@@ -120,11 +120,11 @@ def bank() -> None:
 @no_progress_option
 def bank_build(task_ids: tuple[str, ...], tts: str, force: bool, no_progress: bool) -> None:
     """Synthesize every realization and write the manifest with checksums."""
-    from runtime.bank import EspeakEngine, TTSEngine, TTSError, build_bank
+    from runtime.speechbank.bank import EspeakEngine, TTSEngine, TTSError, build_bank
 
     engine: TTSEngine
     if tts == "kokoro":
-        from runtime.tts_kokoro import KokoroEngine
+        from runtime.speechbank.tts_kokoro import KokoroEngine
 
         engine = KokoroEngine()
     else:
@@ -160,7 +160,7 @@ def bank_build(task_ids: tuple[str, ...], tts: str, force: bool, no_progress: bo
 @click.option("--tasks", "task_ids", multiple=True, help="Task ids (default: all bundled).")
 def bank_verify(task_ids: tuple[str, ...]) -> None:
     """Check every bank file against its manifest checksum."""
-    from runtime.bank import verify_bank
+    from runtime.speechbank.bank import verify_bank
 
     selected = [find_task(t) for t in task_ids] if task_ids else _load_all([])
     problems = [p for task in selected for p in verify_bank(task)]
@@ -193,7 +193,7 @@ def speech_setup(cache_dir: Path | None, sources_dir: Path | None, force: bool,
                  verify: bool) -> None:
     """Assemble Kokoro-82M weights, config, English voices and the spaCy model, checksummed;
     only missing or damaged pieces are rebuilt."""
-    from runtime.kokoro_assets import KokoroAssetError, default_cache_dir, setup_assets
+    from runtime.speechbank.kokoro_assets import KokoroAssetError, default_cache_dir, setup_assets
 
     try:
         record = setup_assets(cache_dir, sources_dir, force=force, verify=verify or None,
@@ -253,9 +253,9 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
     error) and the command exits 1 after running the others."""
     from runtime.agents.errors import ProviderConfigError
     from runtime.agents.scripted import ScriptError
-    from runtime.campaign import (
+    from runtime.core.rundir import RunDir
+    from runtime.session.campaign import (
         AgentSpecError,
-        is_complete,
         missing_scripts,
         per_task_script_name,
         run_campaign,
@@ -274,7 +274,11 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
               "--executor ray")
     retries = 3 if ray_max_retries is None else ray_max_retries
     if executor == "ray":
-        from runtime.ray_executor import ExecutorConfigError, check_reachable, parse_provider_caps
+        from runtime.session.ray_executor import (
+            ExecutorConfigError,
+            check_reachable,
+            parse_provider_caps,
+        )
 
         config_errors = (*config_errors, ExecutorConfigError)
         try:
@@ -310,7 +314,7 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
         click.echo(f"skipped {task.id}: no script {path}", err=True)
     skipped_ids = {task.id for task, _ in missing}
     selected = [t for t in selected if t.id not in skipped_ids]
-    to_run = sum(not is_complete(run_dir_for(out, t.id, r)) for t in selected
+    to_run = sum(not RunDir(run_dir_for(out, t.id, r)).is_complete() for t in selected
                  for r in range(repeats))
     running: list[str] = []
     with progress_bar("run", "runs", to_run, progress_enabled(no_progress)) as bar:
@@ -329,7 +333,7 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
 
         try:
             if executor == "ray":
-                from runtime.ray_executor import run_campaign_ray
+                from runtime.session.ray_executor import run_campaign_ray
 
                 summary = run_campaign_ray(
                     selected, agent_spec, out, repeats=repeats, seed=seed, clock=clock,  # type: ignore[arg-type]
@@ -388,8 +392,8 @@ def _task_index() -> dict[str, TaskSpec]:
 def grade(run_dirs: tuple[Path, ...], as_json: bool, judge_kind: str,
           judge_cache: Path | None, no_progress: bool) -> None:
     """Grade run directories: four gates, WS, AFA and the field table."""
-    from grading.gates import RunDirError, grade_run_dir
-    from runtime.campaign import find_run_dirs
+    from grading.gates import grade_run_dir
+    from runtime.core.rundir import RunDirError, find_run_dirs
 
     judge = _judge(judge_kind, judge_cache)
     index = _task_index()
@@ -516,7 +520,7 @@ def serve(host: str | None, port: int | None, demo_runs: bool, init_db: bool) ->
                 fh.write(f"researcher\n{password}\n")
     demo_dir = settings.runs_dir / "demo"
     if demo_runs and not demo_dir.exists():
-        from runtime.campaign import run_campaign
+        from runtime.session.campaign import run_campaign
 
         click.echo(f"Running the bundled oracle agents into {demo_dir} for the replay pages…")
         with_oracle = [t for t in app.state.catalogue.tasks.values()

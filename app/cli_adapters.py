@@ -51,7 +51,7 @@ def record(agent_spec: str, task_id: str, out: Path | None, seed: int,
     """
     from runtime.agents.errors import ProviderConfigError
     from runtime.agents.wire_record import RecordError, provider_wire, record_session
-    from runtime.spec import TaskLoadError, find_task
+    from runtime.core.spec import TaskLoadError, find_task
 
     try:
         wire = provider_wire(agent_spec, os.environ)

@@ -33,7 +33,7 @@ def _archetypes(task_ids: Iterable[str], tasks_dir: Path | None) -> dict[str, st
     stderr (and grouped as "(unmapped)"). Without it the bundled tasks are used when every rated
     task is among them; otherwise the table is skipped silently.
     """
-    from runtime.spec import TaskLoadError, default_tasks_dir, load_tasks
+    from runtime.core.spec import TaskLoadError, default_tasks_dir, load_tasks
 
     wanted = set(task_ids)
     if tasks_dir is None:

@@ -14,7 +14,7 @@ from typing import NoReturn
 
 import click
 
-from runtime.spec import TaskLoadError, default_tasks_dir, load_tasks
+from runtime.core.spec import TaskLoadError, default_tasks_dir, load_tasks
 from study_protocols.study_b import (
     PlanError,
     StudyBPlan,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from pathlib import Path
 
-from runtime.events import (
+from runtime.core.events import (
     AgentAct,
     AuthBlocked,
     AuthGrant,

@@ -11,7 +11,7 @@ the page's Server-Sent-Events stream reads. The run directory is an ordinary one
 
 Two modes. ``listen``: the task's frozen simulator is the caller and the browser hears both
 channels. ``mic``: the researcher takes the caller's part with their microphone, as a Study B
-participant does (app/live.py): a :class:`~runtime.live_user.LiveParticipant` is the user
+participant does (app/live.py): a :class:`~runtime.user.live_user.LiveParticipant` is the user
 source (the reveal graph in cue mode, its role card with facts and private cues shown on the
 page), the microphone arrives over WebRTC into a :class:`~app.rtc.MicSink`, and the agent
 channel goes back to the browser. Both run on the same realtime media clock.
@@ -49,14 +49,14 @@ from app.rtc import (
 from grading.gates import RunGrade, grade_run_dir
 from runtime.agents.base import InfrastructureError
 from runtime.agents.registry import available
-from runtime.audio import Pcm
-from runtime.bank import BankPlayer
-from runtime.campaign import AgentFactory, AgentSpecError, parse_agent_spec
-from runtime.events import Event
-from runtime.orchestrator import ClockMode, Orchestrator
-from runtime.recovery import recover_run
-from runtime.simulator import FrozenSimulator, UserSource
-from runtime.spec import TaskSpec
+from runtime.core.audio import Pcm
+from runtime.core.events import ClockMode, Event
+from runtime.core.rundir import RunDir, recover_run
+from runtime.core.spec import TaskSpec
+from runtime.session.campaign import AgentFactory, AgentSpecError, parse_agent_spec
+from runtime.session.orchestrator import Orchestrator
+from runtime.speechbank.bank import BankPlayer
+from runtime.user.simulator import FrozenSimulator, UserSource
 
 if TYPE_CHECKING:
     from aiortc import RTCPeerConnection
@@ -323,9 +323,6 @@ class DemoSession:
         try:
             result = await orch.run()
         finally:
-            for attr in ("trace", "log"):  # closed already unless the run crashed
-                with contextlib.suppress(Exception):
-                    getattr(orch, attr).close()
             close = getattr(self.participant, "close", None)
             if callable(close):  # the live caller's transcription worker
                 with contextlib.suppress(Exception):
@@ -539,7 +536,7 @@ class DemoManager:
         root = self.runs_dir / DEMO_DIR
         if not root.is_dir():
             return None
-        return next((d for d in root.glob(f"*/{session_id}") if (d / "meta.json").is_file()),
+        return next((d for d in root.glob(f"*/{session_id}") if RunDir(d).exists()),
                     None)
 
     async def reap(self, now: float | None = None) -> None:

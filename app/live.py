@@ -3,7 +3,8 @@ WebRTC while the task's reveal graph runs in cue mode on their private role card
 
 One :class:`LiveCall` per assigned session (a ``LiveSession`` row). Its orchestrator runs on the
 realtime media clock in a thread of its own with its own event loop, exactly as a simulator run
-but with a :class:`~runtime.live_user.LiveParticipant` as the user source, so a slow or crashing
+but with a :class:`~runtime.user.live_user.LiveParticipant` as the user source, so a slow or
+crashing
 agent never stalls the server or another participant. The browser's microphone arrives as Opus
 decoded by aiortc (s16 stereo 48 kHz), is downmixed and resampled to 24 kHz
 (:class:`~app.rtc.MicSink`) and pushed into the participant; the agent channel goes back as
@@ -58,31 +59,32 @@ from app.rtc import (
     drain_track,
 )
 from runtime.agents.base import InfrastructureError
-from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm, rms
-from runtime.campaign import AgentFactory
-from runtime.events import (
+from runtime.core.audio import FRAME_MS, SAMPLE_RATE, Pcm, rms
+from runtime.core.events import (
     AgentSpeechStart,
     AgentTranscript,
     AgentTruncated,
+    ClockMode,
     Event,
     SessionEnd,
 )
-from runtime.live_user import VOICE_RMS
-from runtime.orchestrator import ClockMode, Orchestrator, RunResult
-from runtime.recovery import (  # noqa: F401  (repair_wav_header: re-exported for callers)
+from runtime.core.rundir import (  # noqa: F401  (repair_wav_header: re-exported for callers)
     finished_run,
     recover_runs,
     repair_run_dir,
     repair_wav_header,
 )
-from runtime.simulator import UserSource
-from runtime.spec import TaskSpec
+from runtime.core.spec import TaskSpec
+from runtime.session.campaign import AgentFactory
+from runtime.session.orchestrator import Orchestrator, RunResult
+from runtime.user.live_user import VOICE_RMS
+from runtime.user.simulator import UserSource
 
 if TYPE_CHECKING:
     from aiortc import RTCPeerConnection
 
-    from runtime.live_user import RoleCard
     from runtime.speech.asr import ASR
+    from runtime.user.live_user import RoleCard
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +146,7 @@ class LiveBusy(LiveCallError):
 
 class LiveUser(UserSource, Protocol):
     """What a call needs from its user source beyond the orchestrator's :class:`UserSource`
-    (runtime/live_user.py's ``LiveParticipant``)."""
+    (runtime/user/live_user.py's ``LiveParticipant``)."""
 
     def push_audio(self, pcm: Pcm) -> None: ...
 
@@ -162,7 +164,7 @@ frame (a robot participant for tests and benchmarks, run on the call's own threa
 
 
 def _default_participant(task: TaskSpec, seed: int, asr: ASR | None) -> LiveUser:
-    from runtime.live_user import LiveParticipant
+    from runtime.user.live_user import LiveParticipant
 
     participant: LiveUser = LiveParticipant(task, seed=seed, asr=asr)
     return participant
@@ -579,9 +581,6 @@ class LiveCall:
         try:
             return await orch.run()
         finally:
-            for attr in ("trace", "log"):  # closed already unless the run crashed
-                with contextlib.suppress(Exception):
-                    getattr(orch, attr).close()
             close = getattr(self.participant, "close", None)
             if callable(close):  # the participant's transcription worker
                 with contextlib.suppress(Exception):
@@ -601,7 +600,7 @@ class LiveCall:
         self.media_ms = t_media_ms + FRAME_MS
         if self.probes.frame is not None:
             # The media clock's own deadline for this frame: the tick that released media
-            # time t_media_ms waited for it (runtime/orchestrator.py, MediaClock.tick).
+            # time t_media_ms waited for it (runtime/session/orchestrator.py, MediaClock.tick).
             self.probes.frame(t_media_ms, self.clock_deadline(t_media_ms))
         self._watch_mic_queue()
         if self.listening:
@@ -899,7 +898,7 @@ class BankRobot:
 
     def __init__(self, task: TaskSpec, seed: int = 0, reaction_ms: int = 200,
                  max_utterances: int | None = None) -> None:
-        from runtime.bank import BankPlayer
+        from runtime.speechbank.bank import BankPlayer
 
         self.task = task
         self.seed = seed
@@ -918,8 +917,8 @@ class BankRobot:
         return self._queue.pop(0) if self._queue else None
 
     def _maybe_start(self, t_ms: int, participant: Any) -> None:
-        from runtime.audio import frames
-        from runtime.simulator import select_realization
+        from runtime.core.audio import frames
+        from runtime.user.simulator import select_realization
 
         if self.max_utterances is not None and len(self.spoken) >= self.max_utterances:
             return
@@ -961,7 +960,7 @@ def recover_interrupted(engine: Engine, runs_dir: Path, *, me: str = PROCESS) ->
     a detail saying so) and repair its run directory so it reads and grades; the live calls of
     other app processes serving the same study are left alone. Then every other half-written
     run under ``runs_dir`` (live demos, campaigns) is repaired the same way
-    (:func:`runtime.recovery.recover_runs`; runs still being written by a live process are
+    (:func:`runtime.core.rundir.recover_runs`; runs still being written by a live process are
     left alone). Returns the session ids recovered."""
     recovered: list[int] = []
     with Session(engine) as db:

@@ -1,6 +1,6 @@
 """A human-like robot participant over the real WebRTC path (Study B dry runs, tests, benches).
 
-The robot (:class:`runtime.robot.HumanRobot`) plays the participant's browser: an aiortc peer
+The robot (:class:`runtime.user.robot.HumanRobot`) plays the participant's browser: an aiortc peer
 whose microphone track asks the robot for each 20 ms of audio, paced in real time, while the
 server side is an ordinary :class:`app.live.LiveCall` — the same microphone sink, media clock,
 VAD, transcription queue and recognizer as a person's call. The robot hears the run through
@@ -24,11 +24,11 @@ import numpy as np
 
 from app.live import CallPlan, CallProbes, LiveCall, LiveCallManager
 from app.rtc import WEBRTC_FRAME, WEBRTC_RATE, discard_track, paced_mic_track
-from runtime.audio import SAMPLE_RATE, Pcm, resample
-from runtime.events import Event
-from runtime.live_user import LiveParticipant
-from runtime.robot import HumanRobot, HumanTiming
-from runtime.spec import TaskSpec
+from runtime.core.audio import SAMPLE_RATE, Pcm, resample
+from runtime.core.events import Event
+from runtime.core.spec import TaskSpec
+from runtime.user.live_user import LiveParticipant
+from runtime.user.robot import HumanRobot, HumanTiming
 
 
 class _Driver:
@@ -118,7 +118,7 @@ async def run_robot_calls(
     """Each task's call with a robot participant, ``parallel`` at a time, on the realtime
     clock over loopback WebRTC; returns the finished calls (their run directories hold the
     logs)."""
-    from runtime.campaign import parse_agent_spec
+    from runtime.session.campaign import parse_agent_spec
 
     factory = parse_agent_spec(agent)
     own = manager is None
@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     import tempfile
 
     from grading.gates import grade_run_dir
-    from runtime.spec import default_tasks_dir, load_tasks
+    from runtime.core.spec import default_tasks_dir, load_tasks
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("tasks", nargs="*", help="task ids (default: every bundled task)")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import soxr
 
-from runtime.audio import SAMPLE_RATE, Pcm
+from runtime.core.audio import SAMPLE_RATE, Pcm
 
 if TYPE_CHECKING:
     from aiortc import MediaStreamTrack

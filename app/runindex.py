@@ -13,47 +13,15 @@ import numpy as np
 import soundfile as sf
 
 from app.security import public_text
-from grading.gates import RunDirError, RunGrade, grade_run_dir, read_meta
-from runtime.campaign import find_run_dirs
-from runtime.spec import TaskSpec
+from grading.gates import RunGrade, grade_run_dir
+from runtime.core.rundir import RECORD_FILES, RunDir, RunDirError, scan_runs
+from runtime.core.spec import TaskSpec
 
 PEAKS_PER_SECOND = 50
-RECORD_FILES = ("meta.json", "events.jsonl", "corrections.jsonl")
-"""A run's record: a run folder where one of these is a link leaving it is not opened."""
 
 
 class RunFileError(ValueError):
     """A file of a run folder cannot be served; the message says why and what to do."""
-
-
-@dataclass
-class RunInfo:
-    path: str
-    """Relative to the runs directory; the run's address in URLs."""
-    meta: dict[str, Any]
-    grade: RunGrade | None
-    problem: str | None
-
-
-def resolve_run(runs_dir: Path, rel: str) -> Path | None:
-    """The run directory at ``rel`` inside ``runs_dir``, or None (never outside it, and never
-    one whose record files are links leaving it)."""
-    root = runs_dir.resolve()
-    target = (root / rel).resolve()
-    if target != root and root not in target.parents:
-        return None
-    if any(leaves(target, name) for name in RECORD_FILES):
-        return None
-    return target if (target / "meta.json").is_file() else None
-
-
-def leaves(run_dir: Path, name: str) -> bool:
-    """Whether ``run_dir/name`` is (or is under) a link that leads out of the run folder."""
-    path = run_dir / name
-    if not (path.is_symlink() or path.exists()):
-        return False
-    root, target = run_dir.resolve(), path.resolve()
-    return target != root and root not in target.parents
 
 
 def run_file(run_dir: Path, name: str) -> Path | None:
@@ -61,7 +29,7 @@ def run_file(run_dir: Path, name: str) -> Path | None:
     none; :class:`RunFileError` when it is a link leading out of the folder (never followed,
     whether to read or to write) or not a file."""
     path = run_dir / name
-    if leaves(run_dir, name):
+    if RunDir(run_dir).leaves(name):
         raise RunFileError(f"This run's {name} is a link to a file outside its run folder; "
                            "links are not followed. Replace the link with the file itself.")
     if not path.exists():
@@ -83,7 +51,7 @@ def grade_cached(run_dir: Path, tasks: dict[str, TaskSpec]) -> RunGrade:
     researcher's authorization correction re-grades the run, from any process)."""
     log = run_dir / "events.jsonl"
     key = (str(run_dir), log.stat().st_mtime if log.exists() else 0.0,
-           (run_dir / "meta.json").stat().st_mtime, _mtime_ns(run_dir / "corrections.jsonl"))
+           RunDir(run_dir).meta_path.stat().st_mtime, _mtime_ns(run_dir / "corrections.jsonl"))
     if key not in _grade_cache:
         _grade_cache[key] = grade_run_dir(run_dir, tasks)
     return _grade_cache[key]
@@ -96,26 +64,6 @@ def outcome_of(grade: RunGrade | None) -> str:
     if grade.infrastructure_failure:
         return "infrastructure"
     return "pass" if grade.WS else "fail"
-
-
-def list_runs(runs_dir: Path, tasks: dict[str, TaskSpec]) -> list[RunInfo]:
-    out: list[RunInfo] = []
-    if not runs_dir.is_dir():
-        return out
-    for run_dir in find_run_dirs([runs_dir]):
-        rel = str(run_dir.relative_to(runs_dir))
-        linked = [name for name in RECORD_FILES if leaves(run_dir, name)]
-        if linked:
-            out.append(RunInfo(rel, {}, None, f"{', '.join(linked)}: a link to a file outside "
-                               "the run folder; not read (replace the link with the file)"))
-            continue
-        try:
-            meta = read_meta(run_dir)
-            grade = grade_cached(run_dir, tasks)
-            out.append(RunInfo(rel, meta, grade, None))
-        except RunDirError as exc:
-            out.append(RunInfo(rel, {}, None, public_text(str(exc), runs_dir)))
-    return out
 
 
 # --------------------------------------------------------------------------- the run list
@@ -226,14 +174,14 @@ def _started(run_dir: Path) -> float | None:
     except (OSError, ValueError, TypeError):
         pass
     try:
-        return (run_dir / "meta.json").stat().st_mtime
+        return RunDir(run_dir).meta_path.stat().st_mtime
     except OSError:
         return None
 
 
 def _read_row(runs_dir: Path, run_dir: Path, rel: str, tasks: dict[str, TaskSpec],
               campaign: str | None) -> RunRow:
-    linked = [name for name in RECORD_FILES if leaves(run_dir, name)]
+    linked = RunDir(run_dir).linked_record_files()
     if linked:
         return RunRow(rel, problem=f"{', '.join(linked)}: a link to a file outside the run "
                       "folder; not read (replace the link with the file)", campaign=campaign)
@@ -243,19 +191,17 @@ def _read_row(runs_dir: Path, run_dir: Path, rel: str, tasks: dict[str, TaskSpec
     if cached is not None and cached[0] == stamp and cached[1].campaign == campaign:
         return cached[1]
     try:
-        meta = read_meta(run_dir)
+        meta = RunDir(run_dir).read_meta()
         grade = grade_cached(run_dir, tasks)
     except RunDirError as exc:
         row = RunRow(rel, problem=public_text(str(exc), runs_dir), campaign=campaign,
                      started=_started(run_dir))
     else:
-        media_ms = meta.get("media_ms")
         row = RunRow(
-            rel, task_id=str(meta.get("task_id", "")), agent=str(meta.get("agent", "")),
-            seed=str(meta.get("seed", "")), study=str(meta.get("study", "")),
-            started=_started(run_dir),
-            duration_s=media_ms / 1000 if isinstance(media_ms, int | float) else None,
-            status=str(meta.get("status", "")), grade=grade, campaign=campaign)
+            rel, task_id=meta.task_id, agent=meta.agent, seed=str(meta.seed),
+            study=meta.study or "", started=_started(run_dir),
+            duration_s=meta.media_ms / 1000 if meta.media_ms is not None else None,
+            status=meta.status, grade=grade, campaign=campaign)
     _row_cache[key] = (stamp, row)
     return row
 
@@ -282,28 +228,13 @@ def _expected_runs(spec: dict[str, Any]) -> int | None:
     return len(set(map(str, tasks))) * repeats
 
 
-def _scan(runs_dir: Path) -> tuple[list[Path], list[Path]]:
-    """Run folders (holding meta.json) and campaign folders (holding campaign.json) under
-    ``runs_dir``, one walk of the tree; nothing under ``.incomplete/`` counts as a run."""
-    run_dirs: list[Path] = []
-    campaigns: list[Path] = []
-    for root, dirs, files in os.walk(runs_dir):
-        dirs[:] = sorted(d for d in dirs if d != ".incomplete")
-        here = Path(root)
-        if "meta.json" in files:
-            run_dirs.append(here)
-        if "campaign.json" in files:
-            campaigns.append(here)
-    return sorted(run_dirs), campaigns
-
-
 def run_index(runs_dir: Path, tasks: dict[str, TaskSpec]
               ) -> tuple[list[RunRow], dict[str, CampaignState]]:
     """Every run under ``runs_dir`` as a :class:`RunRow` (re-read only when its files changed)
     and every campaign folder's completeness, by relative path."""
     if not runs_dir.is_dir():
         return [], {}
-    run_dirs, campaign_dirs = _scan(runs_dir)
+    run_dirs, campaign_dirs = scan_runs(runs_dir)
     by_dir = {c: str(c.relative_to(runs_dir)) for c in campaign_dirs}
     rows = []
     for run_dir in run_dirs:

@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from runtime.spec import default_tasks_dir
+from runtime.core.spec import default_tasks_dir
 
 
 class Settings(BaseSettings):

@@ -7,7 +7,7 @@ annotators) stay thin; everything that touches the tables lives here.
 Visibility is decided in one place: :func:`item_view` builds the :class:`ItemView` an annotator's
 page is rendered from, out of the user's side of the task only (persona, goals, constraints, the
 facts visible with the plan, the plan's own facts and trigger in words, the transcript). The
-templates never receive a :class:`~runtime.spec.TaskSpec`, so a template cannot show a gold
+templates never receive a :class:`~runtime.core.spec.TaskSpec`, so a template cannot show a gold
 value, a grader, a required action or the reference trajectory by accident.
 """
 
@@ -33,8 +33,8 @@ from app.db import releasing
 from app.models import _now
 from app.models_study_a import Annotator, ItemVisit, StudyA, StudyAItem
 from app.models_study_a import Rating as RatingRow
-from runtime import csv_safe
-from runtime.spec import TaskSpec, UserPlan
+from runtime.core import csv_safe
+from runtime.core.spec import TaskSpec, UserPlan
 from study_protocols import agreement
 from study_protocols.study_a import SamplingError, annotator_order, sample_study_a
 from study_protocols.visibility import (

@@ -31,9 +31,10 @@ from app.demo import AgentChoice, agent_choices
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.runindex import grade_cached
 from app.security import public_text
-from grading.gates import RunDirError, RunGrade
-from runtime.campaign import AgentSpecError, parse_agent_spec
-from runtime.spec import TaskSpec
+from grading.gates import RunGrade
+from runtime.core.rundir import RunDir, RunDirError
+from runtime.core.spec import TaskSpec
+from runtime.session.campaign import AgentSpecError, parse_agent_spec
 from study_protocols.study_b import (
     PlanError,
     SessionOutcome,
@@ -518,7 +519,7 @@ def _run_dir_of(row: LiveSession, person: Participant, runs_dir: Path) -> Path |
                                              row.task_id)
         root = runs_dir.resolve()
         path = (root / rel).resolve()
-        if root not in path.parents or not (path / "meta.json").is_file():
+        if root not in path.parents or not RunDir(path).exists():
             return None
     except (ValueError, OSError):  # a stored path an older version wrote (a NUL byte, say)
         return None

@@ -2,45 +2,31 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 from fastapi import FastAPI, Request
 from fastapi.exceptions import HTTPException as FastAPIHTTPException
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from fastapi.templating import Jinja2Templates
 from starlette.middleware.sessions import SessionMiddleware
 
-from app.auth import LoginRequired, csrf_token
+from app.auth import LoginRequired
 from app.catalogue import Catalogue
 from app.db import open_database
 from app.deps import is_htmx
-from app.security import BodyLimit, SecurityHeaders, StreamSlots, public_text
+from app.routes import (
+    annotate,
+    auth_routes,
+    campaigns,
+    demo,
+    participant,
+    runs,
+    study_a,
+    study_b,
+    tasks,
+)
+from app.security import BodyLimit, SecurityHeaders, StreamSlots
 from app.settings import Settings
 from app.study_a import CALIBRATION_MAX_BYTES
-
-ROOT = Path(__file__).resolve().parent.parent
-templates = Jinja2Templates(directory=str(ROOT / "templates"))
-templates.env.globals["csrf_token"] = csrf_token
-
-
-def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
-    """A full page, or its ``_partial`` fragment for an HTMX request when one exists."""
-    return templates.TemplateResponse(request, name, context, status_code=status)
-
-
-def page_or_fragment(
-    request: Request, page: str, fragment: str, context: dict[str, Any]
-) -> Response:
-    return render(request, fragment if is_htmx(request) else page, context)
-
-
-def shown(request: Request, message: object) -> str:
-    """A message for a page: the server's own folders cut off its paths."""
-    settings: Settings = request.app.state.settings
-    return public_text(str(message), settings.runs_dir, settings.data_dir, settings.tasks_dir,
-                       ROOT)
+from app.templating import ROOT, render, shown
 
 
 def _error_page(request: Request, status: int, message: str) -> Response:
@@ -66,19 +52,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(SecurityHeaders, https=settings.secure_cookies)
     app.mount("/static", StaticFiles(directory=str(ROOT / "static")), name="static")
 
-    from app.routes import annotate, auth_routes, campaigns, demo, runs, study_a, tasks
+    for module in (auth_routes, tasks, runs, campaigns, demo, study_a, annotate, study_b,
+                   participant):
+        app.include_router(module.router)
+    _install_error_pages(app)
 
-    app.include_router(auth_routes.router)
-    app.include_router(tasks.router)
-    app.include_router(runs.router)
-    app.include_router(campaigns.router)
-    app.include_router(demo.router)
-    app.include_router(study_a.router)
-    app.include_router(annotate.router)
-    from app.routes import study_b as study_b_routes
-    app.include_router(study_b_routes.router)
-    from app.routes import participant as participant_routes
-    app.include_router(participant_routes.router)
+    @app.get("/", include_in_schema=False)
+    async def _root() -> RedirectResponse:
+        return RedirectResponse("/tasks", status_code=303)
+
+    return app
+
+
+def _install_error_pages(app: FastAPI) -> None:
+    """Every refusal is a page (or an HTMX redirect to the login), its message cut off the
+    server's own paths."""
 
     @app.exception_handler(LoginRequired)
     async def _login(request: Request, exc: LoginRequired) -> Response:
@@ -132,9 +120,3 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return render(request, "error.html", {"status": exc.status_code,
                                               "message": shown(request, exc.detail)},
                       status=exc.status_code)
-
-    @app.get("/", include_in_schema=False)
-    async def _root() -> RedirectResponse:
-        return RedirectResponse("/tasks", status_code=303)
-
-    return app

@@ -42,12 +42,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchlib import load_line, load_now, ratio_line
 
 from runtime.agents.base import AgentSessionConfig
-from runtime.audio import FRAME_MS
-from runtime.bank import BankPlayer
-from runtime.campaign import AgentFactory, parse_agent_spec
-from runtime.orchestrator import MediaClock, Orchestrator
-from runtime.simulator import FrozenSimulator
-from runtime.spec import TaskSpec, find_task
+from runtime.core.audio import FRAME_MS
+from runtime.core.spec import TaskSpec, find_task
+from runtime.session.campaign import AgentFactory, parse_agent_spec
+from runtime.session.orchestrator import MediaClock, Orchestrator
+from runtime.speechbank.bank import BankPlayer
+from runtime.user.simulator import FrozenSimulator
 from tests.adapters.harness import oracle_conversation
 from tests.fakes.realtime.base import FakeRealtimeServer
 from tests.fakes.realtime.harness import HARNESSES, RealtimeHarness

@@ -37,10 +37,10 @@ import numpy as np
 from benchlib import load_line, load_now, spread
 
 from runtime.agents.baseline import END_OF_UTTERANCE_MS
-from runtime.audio import SAMPLE_RATE, Pcm, frames, read_mono
-from runtime.campaign import parse_agent_spec, run_one
-from runtime.events import AgentSpeechStart, UserSpeechEnd, UserSpeechStart, read_events
-from runtime.spec import default_tasks_dir, find_task, load_tasks
+from runtime.core.audio import SAMPLE_RATE, Pcm, frames, read_mono
+from runtime.core.events import AgentSpeechStart, UserSpeechEnd, UserSpeechStart, read_events
+from runtime.core.spec import default_tasks_dir, find_task, load_tasks
+from runtime.session.campaign import parse_agent_spec, run_one
 from runtime.speech.asr import WhisperASR
 from runtime.speech.vad import SileroVAD
 

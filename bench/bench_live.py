@@ -72,10 +72,10 @@ from runtime.agents.base import (  # noqa: E402
     AudioDelta,
     ResponseDone,
 )
-from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm, rms  # noqa: E402
-from runtime.campaign import AgentFactory, parse_agent_spec  # noqa: E402
-from runtime.live_user import LiveParticipant  # noqa: E402
-from runtime.spec import TaskSpec, find_task  # noqa: E402
+from runtime.core.audio import FRAME_MS, SAMPLE_RATE, Pcm, rms  # noqa: E402
+from runtime.core.spec import TaskSpec, find_task  # noqa: E402
+from runtime.session.campaign import AgentFactory, parse_agent_spec  # noqa: E402
+from runtime.user.live_user import LiveParticipant  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from benchlib import load_line, load_now, ratio_line, spread  # noqa: E402
@@ -296,9 +296,9 @@ async def demo_baseline(seconds: float, work: Path) -> dict[str, Any]:
 
 
 def asr_cost() -> dict[str, Any]:
-    from runtime.bank import BankPlayer
-    from runtime.simulator import select_realization
     from runtime.speech.asr import shared_asr
+    from runtime.speechbank.bank import BankPlayer
+    from runtime.user.simulator import select_realization
 
     task = find_task(TASK)
     plan = task.plan("opening")
@@ -363,9 +363,9 @@ LATE_LIMIT = 0.01
 def speech_wav(task_id: str = TASK) -> Pcm:
     """The participant's voice at 48 kHz: a few of the task's own bank recordings (what a
     participant says in this task), each followed by ``SPEECH_GAP_S`` of silence."""
-    from runtime.audio import resample
-    from runtime.bank import BankPlayer
-    from runtime.simulator import select_realization
+    from runtime.core.audio import resample
+    from runtime.speechbank.bank import BankPlayer
+    from runtime.user.simulator import select_realization
 
     task = find_task(task_id)
     player = BankPlayer(task)
@@ -444,19 +444,20 @@ def classify(stack: list[tuple[str, str]]) -> str:
         if p.endswith("/aiortc/codecs/opus.py"):
             return "Opus decode/encode"
         if ("/soxr/" in p or (p.endswith("/app/rtc.py") and func in ("process", "convert"))
-                or (p.endswith("/runtime/audio.py") and func in ("resample", "push"))):
+                or (p.endswith("/runtime/core/audio.py") and func in ("resample", "push"))):
             return "resampling"
         if (p.endswith(("/runtime/speech/vad.py", "/runtime/agents/scripted.py"))
-                or (p.endswith("/runtime/live_user.py") and func == "_track_voice")):
+                or (p.endswith("/runtime/user/live_user.py") and func == "_track_voice")):
             return "VAD"
         if ("/faster_whisper/" in p or "/ctranslate2/" in p
                 or p.endswith(("/runtime/speech/asr.py", "/runtime/speech/asr_queue.py"))
-                or (p.endswith("/runtime/live_user.py") and func in ("_process", "_transcribe"))):
+                or (p.endswith("/runtime/user/live_user.py") and func in ("_process",
+                "_transcribe"))):
             return "ASR"
-        if p.endswith("/runtime/durability.py") or (p.endswith("/runtime/events.py")
+        if p.endswith("/runtime/core/durability.py") or (p.endswith("/runtime/core/events.py")
                                                     and func in ("emit", "close")):
             return "event log"
-        if "/soundfile" in p or (p.endswith("/runtime/audio.py")
+        if "/soundfile" in p or (p.endswith("/runtime/core/audio.py")
                                  and func in ("write", "flush", "close")):
             return "trace WAV"
         if p.endswith("/bench/bench_live.py"):

@@ -9,7 +9,7 @@ split was written by others and is never tuned on.
     .venv/bin/python bench/bench_observer.py [--errors dev]   # list dev-split misses only
     .venv/bin/python bench/bench_observer.py --rules-only     # without the act model
 
-The act model (runtime/act_model.py) is trained on the development split without its
+The act model (runtime/session/act_model.py) is trained on the development split without its
 validation writers, so its development figures on the other writers are in-sample.
 """
 
@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from scipy.stats import binomtest
 
-from runtime.observer import Act, SemanticActObserver
-from runtime.observer_eval import (
+from runtime.core.spec import TaskSpec, default_tasks_dir, load_tasks
+from runtime.session.observer import Act, SemanticActObserver
+from runtime.session.observer_eval import (
     ACTS,
     PRF,
     VALIDATION_WRITERS,
@@ -42,8 +43,7 @@ from runtime.observer_eval import (
     load_split,
     score,
 )
-from runtime.simulator import RevealPolicy
-from runtime.spec import TaskSpec, default_tasks_dir, load_tasks
+from runtime.user.simulator import RevealPolicy
 
 TARGETS = {"macro_f1": 0.95, "approval_precision": 0.99, "approval_recall": 0.95}
 

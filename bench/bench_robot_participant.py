@@ -4,7 +4,7 @@ Prints figures; asserts nothing.
 
 Both ends run in this process over loopback (aioice limited to 127.0.0.1). Each call is an
 ordinary :class:`app.live.LiveCall` on the realtime media clock, the scripted oracle as the
-agent, and a :class:`runtime.robot.HumanRobot` as the participant's browser (aiortc peer):
+agent, and a :class:`runtime.user.robot.HumanRobot` as the participant's browser (aiortc peer):
 it speaks each plan's bank realization with human timing (onset 150–600 ms after the agent's
 turn, about a third of replies over the agent's last 0–300 ms). The participant's speech goes
 through the microphone sink, the VAD, the shared transcription queue and faster-whisper
@@ -47,10 +47,10 @@ from app.live import LiveCallManager  # noqa: E402  (after the path set-up above
 from app.robot_peer import RobotCall, run_robot_calls  # noqa: E402
 from grading.gates import grade_run_dir  # noqa: E402
 from runtime.agents.scripted import EnergyVAD  # noqa: E402
-from runtime.audio import FRAME_MS  # noqa: E402
-from runtime.campaign import parse_agent_spec, run_one  # noqa: E402
-from runtime.events import AuthDecisionEvent, CueShow, UserTranscript, read_events  # noqa: E402
-from runtime.spec import TaskSpec, default_tasks_dir, load_tasks  # noqa: E402
+from runtime.core.audio import FRAME_MS  # noqa: E402
+from runtime.core.events import AuthDecisionEvent, CueShow, UserTranscript, read_events  # noqa: E402
+from runtime.core.spec import TaskSpec, default_tasks_dir, load_tasks  # noqa: E402
+from runtime.session.campaign import parse_agent_spec, run_one  # noqa: E402
 from runtime.speech.asr import shared_asr  # noqa: E402
 from study_protocols.study_b import SessionOutcome, table10  # noqa: E402
 

@@ -30,12 +30,12 @@ from benchlib import load_line, load_now, ratio_line, spread
 
 from grading.gates import grade_run_dir
 from runtime.agents.base import AgentEvent, AgentSessionConfig
-from runtime.audio import FRAME_MS, FRAME_SAMPLES, Pcm, TraceWriter
-from runtime.bank import BankPlayer
-from runtime.campaign import AgentFactory, parse_agent_spec, run_one
-from runtime.durability import SYNCER
-from runtime.events import read_events
-from runtime.spec import default_tasks_dir, load_tasks
+from runtime.core.audio import FRAME_MS, FRAME_SAMPLES, Pcm, TraceWriter
+from runtime.core.durability import SYNCER
+from runtime.core.events import read_events
+from runtime.core.spec import default_tasks_dir, load_tasks
+from runtime.session.campaign import AgentFactory, parse_agent_spec, run_one
+from runtime.speechbank.bank import BankPlayer
 
 
 class SilentAgent:

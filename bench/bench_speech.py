@@ -8,7 +8,8 @@ Every figure is printed beside its anchor measured in the same run, with the mac
 spread), wrapper and anchor alternating.
 
 1. ``tts``: Kokoro-82M real-time factor (synthesis seconds per audio second) on 2 threads over
-   realization texts of the bundled tasks, through :class:`runtime.tts_kokoro.KokoroEngine`,
+   realization texts of the bundled tasks, through
+   :class:`runtime.speechbank.tts_kokoro.KokoroEngine`,
    after a warm-up utterance per voice; model load time apart. Anchor: ``kokoro.KPipeline``
    called directly on the same texts, voices, speeds and seeds with the same loaded model and
    voice files (the same work without our wrapper's locking, checks and pause tightening).
@@ -33,10 +34,10 @@ import numpy as np
 from bench_baseline import _bank_audio
 from benchlib import load_line, load_now, ratio_line, spread
 
-from runtime.audio import SAMPLE_RATE
-from runtime.bank import utterance_seed
-from runtime.spec import default_tasks_dir, load_tasks
-from runtime.tts_kokoro import KokoroEngine
+from runtime.core.audio import SAMPLE_RATE
+from runtime.core.spec import default_tasks_dir, load_tasks
+from runtime.speechbank.bank import utterance_seed
+from runtime.speechbank.tts_kokoro import KokoroEngine
 
 
 def _passes(args: argparse.Namespace, ours: Callable[[], tuple[float, float]],
@@ -67,8 +68,8 @@ def _report(label: str, anchor_label: str, ours: list[tuple[float, float]],
 def bench_tts(args: argparse.Namespace) -> list[str]:
     import torch
 
-    from runtime.kokoro_assets import KOKORO_REPO_ID, import_kokoro
-    from runtime.tts_kokoro import _load
+    from runtime.speechbank.kokoro_assets import KOKORO_REPO_ID, import_kokoro
+    from runtime.speechbank.tts_kokoro import _load
 
     engine = KokoroEngine(threads=args.threads)
     t0 = time.perf_counter()
@@ -121,7 +122,7 @@ def bench_tts(args: argparse.Namespace) -> list[str]:
 def bench_asr(args: argparse.Namespace) -> list[str]:
     from faster_whisper import WhisperModel  # type: ignore[import-untyped]
 
-    from runtime.audio import resample
+    from runtime.core.audio import resample
     from runtime.speech.asr import WHISPER_RATE, WhisperASR, collapse_repeats, whisper_model_dir
 
     folder = whisper_model_dir()

@@ -99,8 +99,8 @@ def make_user(data_dir: Path) -> None:
 def synthetic_run(run_dir: Path, seed: int = 0) -> None:
     """A 10-minute stereo trace with alternating speech-like bursts and 2,000 valid events of
     every kind the lanes show, for task apexv1_070 (so the page also grades it)."""
-    from runtime.audio import SAMPLE_RATE
-    from runtime.events import (
+    from runtime.core.audio import SAMPLE_RATE
+    from runtime.core.events import (
         AgentAct,
         AgentSpeechEnd,
         AgentSpeechStart,

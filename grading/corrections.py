@@ -1,6 +1,6 @@
 """Researchers' corrections of authorization decisions read from a live participant's speech.
 
-A live run logs one ``auth.decision`` per utterance (runtime/speech_authorization.py). When a
+A live run logs one ``auth.decision`` per utterance (runtime/user/speech_authorization.py). When a
 researcher, listening in replay, finds one wrong ("she said 'no, don't', the classifier heard a
 grant"), :func:`record_correction` appends a :class:`Correction` to ``<run_dir>/corrections.jsonl``
 with who, when, the old and new decision and why. The event log is never edited: the run stays
@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from runtime.events import AuthDecisionEvent, read_events, read_jsonl
+from runtime.core.events import AuthDecisionEvent, read_events, read_jsonl
 
 CORRECTIONS_FILE = "corrections.jsonl"
 Decision = Literal["grant", "revoke", "none"]

@@ -11,13 +11,14 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from grading.diagnostics import floor_control
-from grading.gates import grade_run_dir, read_meta
+from grading.gates import grade_run_dir
 from grading.judge import Judge
 from grading.metrics import CampaignReport, campaign_report
 from grading.report import outcome_of
-from runtime import csv_safe
-from runtime.events import read_events
-from runtime.spec import TaskSpec, read_yaml
+from runtime.core import csv_safe
+from runtime.core.events import read_events
+from runtime.core.rundir import RunDir, find_run_dirs
+from runtime.core.spec import TaskSpec, read_yaml
 
 
 class RunRow(BaseModel):
@@ -83,20 +84,19 @@ def build_dashboard(
     campaign_dir: Path, tasks: Mapping[str, TaskSpec], *, judge: Judge | None = None,
     seed: int = 0, n_resamples: int = 10_000,
 ) -> Dashboard:
-    from runtime.campaign import find_run_dirs
 
     rows: list[RunRow] = []
     outcomes = []
     agents: set[str] = set()
     for run_dir in find_run_dirs([campaign_dir]):
-        meta = read_meta(run_dir)
-        task = tasks.get(str(meta.get("task_id", "")))
+        meta = RunDir(run_dir).read_meta()
+        task = tasks.get(meta.task_id)
         if task is None:
             continue
         grade = grade_run_dir(run_dir, tasks, judge=judge)
-        repeat = int(meta.get("repeat", 0))
+        repeat = meta.repeat or 0
         outcomes.append(outcome_of(grade, task, repeat))
-        agents.add(str(meta.get("agent", "")))
+        agents.add(meta.agent)
         fc = floor_control(read_events(run_dir / "events.jsonl").events)
         oracle = oracle_tool_calls(task)
         rows.append(RunRow(

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from runtime.events import (
+from runtime.core.events import (
     AgentSpeechEnd,
     AgentSpeechStart,
     AgentTruncated,

@@ -26,7 +26,7 @@ from grading.corrections import Correction, effective_decisions, read_correction
 from grading.fields import argument_matches, is_empty
 from grading.judge import Judge, score_field
 from grading.provenance import matches, shortcut_writes
-from runtime.events import (
+from runtime.core.events import (
     AgentAct,
     AgentProtocolUnknown,
     ArtifactLifecycle,
@@ -45,7 +45,8 @@ from runtime.events import (
     UserSpeechEnd,
     read_events,
 )
-from runtime.spec import (
+from runtime.core.rundir import RunDir, RunDirError
+from runtime.core.spec import (
     ArtifactSpec,
     FieldSpec,
     Lifecycle,
@@ -248,7 +249,7 @@ class _Ctx:
     def holds(self, pred: Predicate) -> bool:
         if isinstance(pred, PredLifecycle):
             got = self.state.lifecycle.get(pred.artifact, Lifecycle.DRAFT)
-            return got.rank >= pred.state.rank if pred.at_least else got == pred.state
+            return pred.holds_for(got)
         if isinstance(pred, PredField):
             res = self.fields.get((pred.artifact, pred.field))
             return res is not None and res.correct
@@ -565,44 +566,28 @@ def correction_effect(before: RunGrade, after: RunGrade,
     return CorrectionEffect(changed_decisions=changed, gates=gates, notes=notes)
 
 
-class RunDirError(Exception):
-    """A run directory cannot be graded; the message says what is missing."""
-
-
-def read_meta(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "meta.json"
-    if not path.is_file():
-        raise RunDirError(f"{run_dir}: no meta.json; is this a run directory?")
-    try:
-        meta: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise RunDirError(f"{path}: not valid JSON ({exc})") from None
-    return meta
-
-
 def grade_run_dir(
     run_dir: Path, tasks: Mapping[str, TaskSpec], *, judge: Judge | None = None,
     apply_corrections: bool = True,
 ) -> RunGrade:
     """The run's grade from its directory; ``apply_corrections=False``: as logged, before any
     researcher's correction (the replay page shows both)."""
-    meta = read_meta(run_dir)
-    task_id = str(meta.get("task_id", ""))
-    task = tasks.get(task_id)
+    meta = RunDir(run_dir).read_meta()
+    task = tasks.get(meta.task_id)
     if task is None:
-        raise RunDirError(f"{run_dir}/meta.json: unknown task_id '{task_id}'")
+        raise RunDirError(f"{run_dir}/meta.json: unknown task_id '{meta.task_id}'")
     log = run_dir / "events.jsonl"
     if not log.is_file():
         raise RunDirError(f"{run_dir}: no events.jsonl")
     read = read_events(log)
     problems = list(read.problems)
-    if not any((run_dir / name).is_file() for name in ("trace.wav", "trace.flac")):
+    if RunDir(run_dir).trace_path() is None:
         problems.append(f"{run_dir}: no stereo trace (trace.wav or trace.flac)")
     corrections, unreadable = read_corrections_checked(run_dir)
     problems += unreadable
     if not apply_corrections:
         corrections = []
     return grade_events(
-        task, read.events, judge=judge, run_id=str(meta.get("run_id", run_dir.name)),
+        task, read.events, judge=judge, run_id=meta.run_id or run_dir.name,
         problems=problems, corrections=corrections,
     )

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from grading.fields import extract_number, grade_spec, is_empty
-from runtime.spec import FieldSpec
+from runtime.core.spec import FieldSpec
 
 if TYPE_CHECKING:
     from openai import OpenAI

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grading.fields import grade_value, is_empty, value_in_text
-from runtime.events import (
+from runtime.core.events import (
     AgentAct,
     ArtifactUpdate,
     CardFact,
@@ -32,7 +32,7 @@ from runtime.events import (
     UserSpeechStart,
     UserTranscript,
 )
-from runtime.spec import FieldSpec, RevealOnAsk, TaskSpec, spoken_date
+from runtime.core.spec import FieldSpec, RevealOnAsk, TaskSpec, spoken_date
 
 
 def matches(task: TaskSpec, spec: FieldSpec, reference: Any, value: Any) -> bool:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from grading.gates import RunGrade, grade_run_dir, read_meta
+from grading.gates import RunGrade, grade_run_dir
 from grading.judge import Judge
 from grading.metrics import CampaignReport, RunOutcome, campaign_report
-from runtime.spec import TaskSpec
+from runtime.core.rundir import RunDir, find_run_dirs
+from runtime.core.spec import TaskSpec
 
 
 def outcome_of(grade: RunGrade, task: TaskSpec, repeat: int) -> RunOutcome:
@@ -29,14 +30,13 @@ def campaign_outcomes(
     on_run: Callable[[int, int], None] | None = None,
 ) -> list[RunOutcome]:
     """``on_run(done, total)`` is called after each run directory is loaded and graded."""
-    from runtime.campaign import find_run_dirs
 
     outcomes: list[RunOutcome] = []
     run_dirs = find_run_dirs([campaign_dir])
     for run_dir in run_dirs:
-        meta = read_meta(run_dir)
+        meta = RunDir(run_dir).read_meta()
         grade = grade_run_dir(run_dir, tasks, judge=judge)
-        outcomes.append(outcome_of(grade, tasks[grade.task_id], int(meta.get("repeat", 0))))
+        outcomes.append(outcome_of(grade, tasks[grade.task_id], meta.repeat or 0))
         if on_run is not None:
             on_run(len(outcomes), len(run_dirs))
     return outcomes

@@ -3,7 +3,7 @@
 The paper reports the ASR word error rate of the agent channel's audio against the agent's own
 transcript (what it meant to say versus what a recognizer hears), separately from Workflow
 Success. This module is the pure half: text normalization and the edit-distance count. It
-imports no audio library; :mod:`runtime.speech.delivery` runs the recognizer over a trace.
+imports no audio library; :mod:`grading.delivery` runs the recognizer over a trace.
 
 Normalization (applied identically to both sides): Unicode NFKC, case folding, apostrophes
 dropped, number words to digits (``text2num``, so "twelve hundred" = "1,200" = "1200"),

@@ -55,7 +55,7 @@ import numpy as np
 import numpy.typing as npt
 
 from grading.metrics import task_bootstrap_ci
-from runtime import csv_safe
+from runtime.core import csv_safe
 
 __all__ = [
     "INFORMATIONAL_COLUMNS",

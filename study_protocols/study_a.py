@@ -20,7 +20,7 @@ A task without a critical plan gets a second information-bearing plan and a note
 dropped silently: every constraint is checked and reported (:attr:`StudyASample.checks`), and
 :meth:`StudyASample.unsatisfied` lists every failed check and every shortfall in words. Each
 chosen plan is realized exactly as the simulator would with the same seed
-(:func:`runtime.simulator.select_realization`).
+(:func:`runtime.user.simulator.select_realization`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from runtime.simulator import select_realization
-from runtime.spec import TaskSpec, UserPlan
+from runtime.core.spec import TaskSpec, UserPlan
+from runtime.user.simulator import select_realization
 
 Role = Literal["opening", "information", "critical"]
 CRITICAL_INTENTS = frozenset({"correct", "approve", "revoke"})

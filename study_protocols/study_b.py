@@ -7,7 +7,8 @@ Pass@1 on the same audit subset). ``docs/study_b_plan.md`` is the user guide.
 Assignment plan
 ---------------
 Inputs: the audit task ids (by default the 24 bundled tasks), the ``S`` evaluated systems (agent
-spec strings, each checked with :func:`runtime.campaign.parse_agent_spec`), the anchor subset
+spec strings, each checked with :func:`runtime.session.campaign.parse_agent_spec`), the anchor
+subset
 (``A`` tasks, default 6, drawn with the seed unless named), ``K`` sessions per participant (a
 multiple of ``S``; default ``S``) and a seed.
 
@@ -68,10 +69,10 @@ from typing import TYPE_CHECKING, Any, TextIO
 import numpy as np
 
 from grading.metrics import task_bootstrap_ci
-from runtime import csv_safe
+from runtime.core import csv_safe
 
 if TYPE_CHECKING:
-    from runtime.spec import TaskSpec
+    from runtime.core.spec import TaskSpec
 
 __all__ = [
     "CSV_COLUMNS",
@@ -343,7 +344,7 @@ def validate_systems(systems: Sequence[str]) -> tuple[str, ...]:
     duplicates; PlanError naming the spec at fault."""
     specs = _check_ids("system", systems)
     # Imported here: the campaign module pulls in the runtime's audio stack.
-    from runtime.campaign import AgentSpecError, parse_agent_spec
+    from runtime.session.campaign import AgentSpecError, parse_agent_spec
 
     for spec in specs:
         try:
@@ -983,8 +984,8 @@ def synthetic_from_campaign(
     the campaign metrics. A run whose ``meta.json`` is not ``complete`` raises ValueError: finish
     the campaign (``apex-voice run`` resumes it) before computing Table 10.
     """
-    from grading.gates import grade_run_dir, read_meta
-    from runtime.campaign import find_run_dirs
+    from grading.gates import grade_run_dir
+    from runtime.core.rundir import RunDir, find_run_dirs
 
     if not campaign_dir.is_dir():
         raise ValueError(f"{campaign_dir}: not a campaign directory")
@@ -993,8 +994,8 @@ def synthetic_from_campaign(
     if not dirs:
         raise ValueError(f"{campaign_dir}: no run directories (folders with meta.json) found")
     for run_dir in dirs:
-        meta = read_meta(run_dir)
-        status = meta.get("status")
+        meta = RunDir(run_dir).read_meta()
+        status = meta.status
         if status != "complete":
             raise ValueError(
                 f"{run_dir}: run status is {status!r}, not 'complete'; finish the campaign "
@@ -1004,8 +1005,8 @@ def synthetic_from_campaign(
         if grade.infrastructure_failure:
             continue
         match = _REPEAT_DIR.match(run_dir.name)
-        repeat = meta.get("repeat")
-        if not isinstance(repeat, int):
+        repeat = meta.repeat
+        if repeat is None:
             repeat = int(match.group(1)) if match else 0
         found[grade.task_id].append((repeat, run_dir.name, grade.WS))
     return {t: [ws for _, _, ws in sorted(found[t])] for t in sorted(found)}

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from runtime.spec import RevealVolunteer, TaskSpec, UserPlan
+from runtime.core.spec import RevealVolunteer, TaskSpec, UserPlan
 
 MIN_SCAN_CHARS = 4
 """Gold values shorter than this (``8``, ``yes``) are too common to scan for meaningfully."""

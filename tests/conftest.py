@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from runtime.agents.errors import STRICT_PROTOCOL_ENV
-from runtime.campaign import parse_agent_spec, run_dir_for, run_one
-from runtime.spec import TaskSpec, default_tasks_dir, find_task, load_tasks
+from runtime.core.spec import TaskSpec, default_tasks_dir, find_task, load_tasks
+from runtime.session.campaign import parse_agent_spec, run_dir_for, run_one
 
 # Database tests on SQLite and on PostgreSQL (a throw-away cluster per session; tests/pg.py).
 pytest_plugins = ["tests.pg"]

@@ -1,5 +1,5 @@
 """The act model: the observer's learned second opinion on recaps and information
-(runtime/act_model.py, docs/observer_corpus.md "The act model")."""
+(runtime/session/act_model.py, docs/observer_corpus.md "The act model")."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import runtime.observer as observer_module
-from runtime.act_model import (
+import runtime.session.observer as observer_module
+from runtime.session.act_model import (
     APPROVAL_MARGIN,
     MODELLED,
     RULE_BLIND,
@@ -22,8 +22,13 @@ from runtime.act_model import (
     load_model,
     training_examples,
 )
-from runtime.observer import SemanticActObserver
-from runtime.observer_eval import VALIDATION_WRITERS, corpus_dir, is_validation_writer, load_file
+from runtime.session.observer import SemanticActObserver
+from runtime.session.observer_eval import (
+    VALIDATION_WRITERS,
+    corpus_dir,
+    is_validation_writer,
+    load_file,
+)
 from tests.conftest import bundled_tasks
 
 
@@ -32,7 +37,7 @@ def _task(task_id: str):  # type: ignore[no-untyped-def]
 
 
 def test_shipped_weights_are_those_the_corpus_and_rules_give() -> None:
-    """Change the corpus or the rules and this fails until ``python -m runtime.act_model
+    """Change the corpus or the rules and this fails until ``python -m runtime.session.act_model
     train`` is run: the weights are never older than what they were learned from."""
     assert check(load_model(), training_examples()) == []
 
@@ -100,7 +105,9 @@ def test_bad_weights_files_name_the_file_and_the_fix(tmp_path: Path) -> None:
             load_model(bad)
         old = tmp_path / "old.json"
         old.write_text(json.dumps({"format": 0, "acts": []}), encoding="utf-8")
-        with pytest.raises(ActModelError, match=r"old\.json: format 0 .* runtime.act_model train"):
+        with pytest.raises(
+            ActModelError, match=r"old\.json: format 0 .* runtime.session.act_model train"
+        ):
             load_model(old)
         short = json.loads((Path(observer_module.__file__).parent / "act_model.json").read_text())
         short["models"]["inform"]["weights"] = short["models"]["inform"]["weights"][:3]

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.observer import SemanticActObserver
-from runtime.spec import default_tasks_dir, load_tasks
+from runtime.core.spec import default_tasks_dir, load_tasks
+from runtime.session.observer import SemanticActObserver
 
 TASKS = {t.id: t for t in load_tasks([default_tasks_dir()])}
 

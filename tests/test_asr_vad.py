@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from grading.delivery import agent_channel_wer
 from grading.wer import normalize_words, wer_counts, word_error_rate
-from runtime.audio import FRAME_MS, SAMPLE_RATE, frames, silence
-from runtime.bank import EspeakEngine, TTSEngine, TTSError
-from runtime.kokoro_assets import default_cache_dir
+from runtime.core.audio import FRAME_MS, SAMPLE_RATE, frames, silence
 from runtime.speech.asr import ASRError, WhisperASR, collapse_repeats, shared_asr
-from runtime.speech.delivery import agent_channel_wer
 from runtime.speech.vad import SileroVAD, VADError, silero_onnx_path
-from runtime.tts_kokoro import KokoroEngine
+from runtime.speechbank.bank import EspeakEngine, TTSEngine, TTSError
+from runtime.speechbank.kokoro_assets import default_cache_dir
+from runtime.speechbank.tts_kokoro import KokoroEngine
 from tests.conftest import run_script
 
 SENTENCE = "My employee ID is E, 4, 4, 7, 1, and my name is Morgan Reyes."
@@ -73,7 +73,7 @@ def test_wer_normalization_and_purity() -> None:
     probe = (
         "import sys, grading.wer; "
         "print(sorted(m for m in ('soundfile', 'soxr', 'faster_whisper', 'onnxruntime', "
-        "'runtime.audio', 'runtime.speech') if m in sys.modules))"
+        "'runtime.core.audio', 'runtime.speech') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parent.parent)

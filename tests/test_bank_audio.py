@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtime.audio import AudioFileError, read_mono, rms
-from runtime.bank import espeak_voice
-from runtime.bank_audio import OGG_SERIAL, encode_bank_audio, ogg_crc, write_bank_audio
+from runtime.core.audio import AudioFileError, read_mono, rms
+from runtime.speechbank.bank import espeak_voice
+from runtime.speechbank.bank_audio import OGG_SERIAL, encode_bank_audio, ogg_crc, write_bank_audio
 
 
 def _tone(seconds: float = 1.5) -> np.ndarray:  # type: ignore[type-arg]

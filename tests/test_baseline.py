@@ -44,9 +44,8 @@ from runtime.agents.baseline_policy import (
     TaskView,
     Turn,
 )
-from runtime.audio import SAMPLE_RATE
-from runtime.campaign import AgentSpecError, parse_agent_spec, run_campaign
-from runtime.events import (
+from runtime.core.audio import SAMPLE_RATE
+from runtime.core.events import (
     AgentHangup,
     AgentTruncated,
     ArtifactUpdate,
@@ -61,8 +60,9 @@ from runtime.events import (
     comparable,
     read_events,
 )
-from runtime.spec import TaskSpec, agent_instructions, default_tasks_dir, find_task, load_tasks
-from runtime.workbench import Workbench, tool_schemas
+from runtime.core.spec import TaskSpec, agent_instructions, default_tasks_dir, find_task, load_tasks
+from runtime.session.campaign import AgentSpecError, parse_agent_spec, run_campaign
+from runtime.session.workbench import Workbench, tool_schemas
 from tests.fakes.chat_tools import FakeToolChatServer, Reply, last_role, sequence
 
 TODAY = "2026-12-01"

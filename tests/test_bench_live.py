@@ -106,16 +106,17 @@ def test_breakdown_attributes_a_synthetic_profile_to_components() -> None:
         # py-spy --format raw: outermost first, sample count last.
         f"thread (0x7f01);_run (asyncio/events.py:80);decoder_worker "
         f"({sp}/aiortc/rtcrtpreceiver.py:90);decode ({sp}/aiortc/codecs/opus.py:50) 30",
-        "thread (0x7f02);run (/work/main/runtime/orchestrator.py:10);push_audio "
-        "(/work/main/runtime/live_user.py:700);push (/work/main/runtime/agents/scripted.py:40) 10",
+        "thread (0x7f02);run (/work/main/runtime/session/orchestrator.py:10);push_audio "
+        "(/work/main/runtime/user/live_user.py:700);push "
+        "(/work/main/runtime/agents/scripted.py:40) 10",
         "thread (0x7f03);_work (/work/main/runtime/speech/asr_queue.py:70);transcribe "
-        "(/work/main/runtime/speech/asr.py:120);resample (/work/main/runtime/audio.py:40) 5",
+        "(/work/main/runtime/speech/asr.py:120);resample (/work/main/runtime/core/audio.py:40) 5",
         f"thread (0x7f03);_work (/work/main/runtime/speech/asr_queue.py:70);transcribe "
         f"(/work/main/runtime/speech/asr.py:120);generate ({sp}/faster_whisper/transcribe.py:9) 25",
-        "thread (0x7f02);_frame (/work/main/runtime/orchestrator.py:200);emit "
-        f"(/work/main/runtime/events.py:390);model_dump_json ({sp}/pydantic/main.py:300) 10",
-        "thread (0x7f02);_frame (/work/main/runtime/orchestrator.py:200);tick "
-        "(/work/main/runtime/orchestrator.py:90) 15",
+        "thread (0x7f02);_frame (/work/main/runtime/session/orchestrator.py:200);emit "
+        f"(/work/main/runtime/core/events.py:390);model_dump_json ({sp}/pydantic/main.py:300) 10",
+        "thread (0x7f02);_frame (/work/main/runtime/session/orchestrator.py:200);tick "
+        "(/work/main/runtime/session/orchestrator.py:90) 15",
         "thread (0x7f04);_worker (concurrent/futures/thread.py:80) 5",
     ])
     samples = bench.parse_pyspy_raw(raw)

@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from app.cli import main
-from runtime.events import read_events
+from runtime.core.events import read_events
 
 
 def _cli(*args: str) -> tuple[int, str]:
@@ -94,7 +94,7 @@ def test_bank_verify_on_the_committed_bank() -> None:
     code, out = _cli("bank", "verify")
     assert code == 0, out
     assert "bank verified for" in out
-    from runtime.bank_manifest import load_manifest
+    from runtime.speechbank.bank_manifest import load_manifest
     from tests.conftest import bundled_tasks
 
     engines = {load_manifest(t.folder).engine.split()[0] for t in bundled_tasks()}  # type: ignore[union-attr]

@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from app.cli import main
 from app.cli_progress import PROGRESS_ENV
-from runtime.spec import default_tasks_dir
+from runtime.core.spec import default_tasks_dir
 
 
 def _cli(*args: str, progress: str = "0") -> Result:

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from app.compare import Step, align
 from grading.gates import grade_run_dir
-from runtime.spec import find_task
+from runtime.core.spec import find_task
 from tests.conftest import run_script
 from tests.webclient import researcher_client
 

@@ -17,7 +17,7 @@ from grading.corrections import (
     record_correction,
 )
 from grading.gates import correction_effect, grade_run_dir
-from runtime.events import AuthBlocked, AuthDecisionEvent, read_events
+from runtime.core.events import AuthBlocked, AuthDecisionEvent, read_events
 from tests.test_live_user import TASKS, run_live
 
 TASK = TASKS["apexv1_070"]

@@ -28,13 +28,13 @@ from app.settings import Settings
 from app.web import create_app
 from grading.gates import grade_run_dir
 from runtime.agents.base import InfrastructureError
-from runtime.audio import FRAME_MS, Pcm
-from runtime.bank import BankPlayer
-from runtime.campaign import parse_agent_spec
-from runtime.events import Event, read_events
-from runtime.orchestrator import Orchestrator
-from runtime.simulator import FrozenSimulator
-from runtime.spec import find_task
+from runtime.core.audio import FRAME_MS, Pcm
+from runtime.core.events import Event, read_events
+from runtime.core.spec import find_task
+from runtime.session.campaign import parse_agent_spec
+from runtime.session.orchestrator import Orchestrator
+from runtime.speechbank.bank import BankPlayer
+from runtime.user.simulator import FrozenSimulator
 from tests.webclient import PASSWORD, log_in, page_csrf
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
@@ -583,8 +583,8 @@ async def test_an_aiortc_caller_talks_to_the_agent_in_mic_mode(
     from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
 
     from app.rtc import recorded_mic_track_class
-    from runtime.audio import SAMPLE_RATE, resample
-    from runtime.simulator import select_realization
+    from runtime.core.audio import SAMPLE_RATE, resample
+    from runtime.user.simulator import select_realization
 
     monkeypatch.setattr(aioice.ice, "get_host_addresses", lambda use_ipv4, use_ipv6: ["127.0.0.1"])
     app, settings = app_and_settings

@@ -10,7 +10,7 @@ import numpy as np
 import soundfile as sf
 
 from grading.gates import grade_run_dir
-from runtime.events import comparable, read_events
+from runtime.core.events import comparable, read_events
 from tests.conftest import bundled_tasks, run_script
 
 

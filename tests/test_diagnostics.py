@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grading.diagnostics import floor_control
-from runtime.events import (
+from runtime.core.events import (
     AgentSpeechEnd,
     AgentSpeechStart,
     AgentTruncated,

@@ -1,7 +1,7 @@
 """Durability without an fsync in the media loop (issue 20).
 
 The event log and the trace hand their data to the OS as they go and leave the fsync to the
-background syncer (runtime/durability.py). These tests check that the writers never fsync on
+background syncer (runtime/core/durability.py). These tests check that the writers never fsync on
 the calling thread while writing, that the syncer does fsync what was marked (and never what
 was forgotten), and that a campaign killed with SIGKILL keeps a trace within one second of
 media of its event log.
@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from runtime import durability
-from runtime.audio import FRAME_SAMPLES, TraceWriter
-from runtime.events import EventLog, SessionEnd, read_events
+from runtime.core import durability
+from runtime.core.audio import FRAME_SAMPLES, TraceWriter
+from runtime.core.events import EventLog, SessionEnd, read_events
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,6 @@ import dateparser
 import phonenumbers
 import pytest
 
-from grading import fields
 from grading.fields import (
     FieldGrade,
     canonical_address,
@@ -31,7 +30,8 @@ from grading.fields import (
     split_items,
     value_in_text,
 )
-from runtime.spec import FieldSource, FieldSpec, GraderName
+from runtime.core import values
+from runtime.core.spec import FieldSource, FieldSpec, GraderName
 
 # (field, grader, gold, agent wrote, paper score) -- appendix J.5, Table 21, verbatim.
 J5_ROWS: list[tuple[str, GraderName, Any, str, int]] = [
@@ -223,7 +223,7 @@ def test_dateparser_never_sees_a_non_date(monkeypatch: pytest.MonkeyPatch) -> No
         return real(text, *args, **kwargs)
 
     monkeypatch.setattr(dateparser, "parse", spy)
-    fields._parse_date_str.cache_clear()  # parsed dates are kept: start from none
+    values._parse_date_str.cache_clear()  # parsed dates are kept: start from none
     for pred in ["eight", "may", "1988", "twelve hundred", "the usual", "9"]:
         assert not grade_value("normalized_date", "1988-07-09", pred).correct
     assert calls == []
@@ -279,7 +279,7 @@ def test_phonenumbers_never_gets_letters(monkeypatch: pytest.MonkeyPatch) -> Non
         return real(number, region, *args, **kw)
 
     monkeypatch.setattr(phonenumbers, "parse", spy)
-    fields._canonical_phone_str.cache_clear()  # parsed numbers are kept: start from none
+    values._canonical_phone_str.cache_clear()  # parsed numbers are kept: start from none
     assert canonical_phone("1-800-FLOWERS") is None
     assert canonical_phone("my number is four one five") is None
     assert canonical_phone("four one five, five five five, oh one nine nine") == "+14155550199"
@@ -748,7 +748,7 @@ def test_every_email_the_callers_say_is_their_email() -> None:
     """Each bundled realization in which a caller says an email address states that caller's
     address (the read-back check and Process Validity's provenance compare with it): said with
     pauses, "all one word", or a word spelled out after it."""
-    from runtime.spec import default_tasks_dir, load_tasks
+    from runtime.core.spec import default_tasks_dir, load_tasks
 
     checked = 0
     for task in load_tasks([default_tasks_dir()]):

@@ -9,7 +9,8 @@ the form would have asked them. ``asks back`` rows are known misses (a noun only
 knowledge ties to the field: "Which truck is it?", or several fields of the kind still open).
 On 2026-12-02 (seventh session) the observer binds a wh-question that names no field phrase to
 the one field sharing the most content words of its label and synonyms, of the kind the
-question word asks for (runtime/observer.py, ``_vocabulary_field``): 9 more rows answer (62 of
+question word asks for (runtime/session/observer.py, ``_vocabulary_field``): 9 more rows answer (62
+of
 72); "Who did the inspection?" still asks back (only the inspection date's words match, and a
 "who" question asks for no date).
 """
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.observer import SemanticActObserver
-from runtime.simulator import RevealPolicy
-from runtime.spec import TriggerAsk, default_tasks_dir, load_tasks
+from runtime.core.spec import TriggerAsk, default_tasks_dir, load_tasks
+from runtime.session.observer import SemanticActObserver
+from runtime.user.simulator import RevealPolicy
 
 TASKS = {t.id: t for t in load_tasks([default_tasks_dir()])}
 CASES = [

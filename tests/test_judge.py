@@ -28,7 +28,7 @@ from grading.judge import (
     parse_verdict,
     score_field,
 )
-from runtime.spec import FieldSource, FieldSpec
+from runtime.core.spec import FieldSource, FieldSpec
 from tests.fakes.openai_chat import FakeChatServer, accept_pairs, gold_pred_of, prompt_of
 from tests.test_field_graders import J5_ARTIFACT, J5_ROWS, j5_field
 

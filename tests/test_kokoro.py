@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from runtime.audio import read_mono, rms
-from runtime.bank import TTSError, build_bank, utterance_seed, verify_bank
-from runtime.bank_manifest import load_manifest
-from runtime.kokoro_assets import (
+from runtime.core.audio import read_mono, rms
+from runtime.core.spec import TaskSpec, find_task
+from runtime.speechbank.bank import TTSError, build_bank, utterance_seed, verify_bank
+from runtime.speechbank.bank_manifest import load_manifest
+from runtime.speechbank.kokoro_assets import (
     KokoroAssetError,
     KokoroPaths,
     default_cache_dir,
@@ -30,8 +31,7 @@ from runtime.kokoro_assets import (
     setup_assets,
     verify_weights,
 )
-from runtime.spec import TaskSpec, find_task
-from runtime.tts_kokoro import KokoroEngine
+from runtime.speechbank.tts_kokoro import KokoroEngine
 
 # Resolved at import, before conftest points APEX_VOICE_CACHE_DIR at a per-session temp folder:
 # these are the real cache and sources that `make speech-assets` prepared.

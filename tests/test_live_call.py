@@ -41,13 +41,13 @@ from app.rtc import recorded_mic_track_class
 from app.settings import Settings
 from app.web import create_app
 from grading.gates import grade_run_dir
-from runtime.audio import SAMPLE_RATE, Pcm, TraceWriter, resample
-from runtime.bank import BankPlayer
-from runtime.campaign import parse_agent_spec
-from runtime.events import read_events
-from runtime.live_user import LiveParticipant
-from runtime.simulator import select_realization
-from runtime.spec import TaskSpec, find_task
+from runtime.core.audio import SAMPLE_RATE, Pcm, TraceWriter, resample
+from runtime.core.events import read_events
+from runtime.core.spec import TaskSpec, find_task
+from runtime.session.campaign import parse_agent_spec
+from runtime.speechbank.bank import BankPlayer
+from runtime.user.live_user import LiveParticipant
+from runtime.user.simulator import select_realization
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -402,9 +402,9 @@ from pathlib import Path
 from app.live import BankRobot, CallPlan, DbCallStore, LiveCallManager
 from app.settings import Settings
 from app.web import create_app
-from runtime.campaign import parse_agent_spec
-from runtime.live_user import LiveParticipant
-from runtime.spec import find_task
+from runtime.session.campaign import parse_agent_spec
+from runtime.user.live_user import LiveParticipant
+from runtime.core.spec import find_task
 
 data, key, rel = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 app = create_app(Settings(data_dir=data, secret_key="crash-test"))

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from app.live import MIC_QUEUE_TARGET, CallPlan, LiveCallManager
-from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm
-from runtime.campaign import parse_agent_spec
-from runtime.spec import find_task
+from runtime.core.audio import FRAME_MS, SAMPLE_RATE, Pcm
+from runtime.core.spec import find_task
+from runtime.session.campaign import parse_agent_spec
 
 CHUNK = SAMPLE_RATE * 20 // 1000
 """20 ms, as aiortc hands microphone audio over."""

@@ -1,4 +1,4 @@
-"""The live participant in cue mode (runtime/live_user.py): a "robot participant" that speaks
+"""The live participant in cue mode (runtime/user/live_user.py): a "robot participant" that speaks
 the task's own bank audio when a cue or reveal comes due drives full virtual-clock runs; the
 role card is scanned for gold values over whole runs of every task; the microphone buffer is
 bounded and thread-safe; ASR never blocks the media clock; the orchestrator holds a gated
@@ -19,10 +19,8 @@ import numpy as np
 import pytest
 
 from grading.gates import grade_run_dir
-from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, silence
-from runtime.bank import BankPlayer
-from runtime.campaign import parse_agent_spec, run_one
-from runtime.events import (
+from runtime.core.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, silence
+from runtime.core.events import (
     AuthBlocked,
     AuthDecisionEvent,
     AuthGrant,
@@ -37,7 +35,12 @@ from runtime.events import (
     UserTranscript,
     read_events,
 )
-from runtime.live_user import (
+from runtime.core.spec import Lifecycle, TaskSpec, find_task
+from runtime.session.campaign import parse_agent_spec, run_one
+from runtime.session.observer import Act
+from runtime.session.orchestrator import Orchestrator
+from runtime.speechbank.bank import BankPlayer
+from runtime.user.live_user import (
     STALL_FRAMES,
     LiveParticipant,
     RoleCard,
@@ -45,10 +48,7 @@ from runtime.live_user import (
     mentions,
     user_known_values,
 )
-from runtime.observer import Act
-from runtime.orchestrator import Orchestrator
-from runtime.simulator import RevealPolicy, SpeechAuthorization, UserFrame, select_realization
-from runtime.spec import Lifecycle, TaskSpec, find_task
+from runtime.user.simulator import RevealPolicy, SpeechAuthorization, UserFrame, select_realization
 from tests.conftest import bundled_tasks
 
 TASKS = {t.id: t for t in bundled_tasks()}

@@ -1,4 +1,4 @@
-"""Tests for the semantic-act observer (runtime/observer.py, paper §3.3 / appendix B.3)."""
+"""Tests for the semantic-act observer (runtime/session/observer.py, paper §3.3 / appendix B.3)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from runtime.observer import Act, SemanticActObserver, split_sentences
-from runtime.simulator import RevealPolicy
-from runtime.spec import TaskSpec, default_tasks_dir, load_tasks
+from runtime.core.spec import TaskSpec, default_tasks_dir, load_tasks
+from runtime.session.observer import Act, SemanticActObserver, split_sentences
+from runtime.user.simulator import RevealPolicy
 
 # --------------------------------------------------------------------------- fixture
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.observer import SemanticActObserver
-from runtime.observer_eval import (
+from runtime.core.spec import TaskSpec
+from runtime.session.observer import SemanticActObserver
+from runtime.session.observer_eval import (
     CorpusError,
     PredictedAct,
     check_file,
@@ -19,7 +20,6 @@ from runtime.observer_eval import (
     load_split,
     score,
 )
-from runtime.spec import TaskSpec
 from tests.conftest import bundled_tasks
 
 

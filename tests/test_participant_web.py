@@ -34,9 +34,9 @@ from app.models_study_a import Annotator, StudyA
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.settings import Settings
 from app.web import create_app
-from runtime.events import AgentSpeechStart, AgentTranscript, AgentTruncated, read_events
-from runtime.live_user import Cue, LiveParticipant, RoleCard
-from runtime.spec import TaskSpec, find_task
+from runtime.core.events import AgentSpeechStart, AgentTranscript, AgentTruncated, read_events
+from runtime.core.spec import TaskSpec, find_task
+from runtime.user.live_user import Cue, LiveParticipant, RoleCard
 from study_protocols.visibility import (
     fact_values,
     find_hidden_gold,
@@ -548,6 +548,8 @@ async def test_captions_show_the_agents_words_and_nothing_else(tmp_path: Path) -
     assert len(cards[-1]["card"]["captions"]) <= 3
     meta = json.loads((run_dir / "meta.json").read_text(encoding="utf-8"))
     assert meta["captions"] is True
+    # The run belongs to its study: the run list's study filter finds it (issue 16).
+    assert meta["format"] == 2 and meta["study"] == f"Study B #{meta['study_b_id']}"
     await app.state.live.close()
 
 

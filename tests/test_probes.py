@@ -24,7 +24,13 @@ import pytest
 
 from grading.gates import GATE_NAMES, grade_run_dir
 from runtime.agents.scripted import load_script
-from runtime.events import AgentSpeechStart, SessionEnd, UserPlanEvent, UserSpeechStart, read_events
+from runtime.core.events import (
+    AgentSpeechStart,
+    SessionEnd,
+    UserPlanEvent,
+    UserSpeechStart,
+    read_events,
+)
 from tests.conftest import bundled_tasks, run_script
 
 PROBES = sorted((Path(__file__).parent / "probes").glob("*.yaml"))

@@ -1,4 +1,4 @@
-"""Campaigns on Ray (issue #18, point 1; runtime/ray_executor.py, docs/scale.md).
+"""Campaigns on Ray (issue #18, point 1; runtime/session/ray_executor.py, docs/scale.md).
 
 One local Ray cluster on loopback (2 CPUs, no dashboard, no usage stats, its files in a temporary
 folder) is shared by the tests of this module. The 24 oracles run with ``--executor ray`` and
@@ -25,15 +25,15 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli import main
-from runtime.campaign import is_complete
-from runtime.ray_executor import (
+from runtime.core.rundir import RunDir
+from runtime.core.spec import default_tasks_dir, find_task
+from runtime.session.ray_executor import (
     DEFAULT_PROVIDER_CAP,
     cpus_per_unit,
     forwarded_env,
     in_flight_limit,
     run_campaign_ray,
 )
-from runtime.spec import default_tasks_dir, find_task
 
 ROOT = Path(__file__).resolve().parent.parent
 RAY_ENV = {
@@ -229,7 +229,7 @@ def test_a_driver_killed_mid_campaign_resumes_with_no_duplicate_or_lost_run(
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
-        while len([d for d in _run_dirs(out) if is_complete(d)]) < 2:
+        while len([d for d in _run_dirs(out) if RunDir(d).is_complete()]) < 2:
             assert child.poll() is None, child.stderr.read() if child.stderr else ""
             assert time.monotonic() < deadline
             time.sleep(0.02)
@@ -238,7 +238,7 @@ def test_a_driver_killed_mid_campaign_resumes_with_no_duplicate_or_lost_run(
         child.wait()
     written = _run_dirs(out)
     assert 2 <= len(written) < len(ids)
-    assert all(is_complete(d) for d in written)  # written whole or not at all
+    assert all(RunDir(d).is_complete() for d in written)  # written whole or not at all
 
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
@@ -246,7 +246,7 @@ def test_a_driver_killed_mid_campaign_resumes_with_no_duplicate_or_lost_run(
             in result.stdout)
     assert [d.relative_to(out) for d in _run_dirs(out)] == [Path(i) / "r0" for i in ids]
     assert not (out / ".incomplete").exists()
-    assert all(is_complete(d) for d in _run_dirs(out))
+    assert all(RunDir(d).is_complete() for d in _run_dirs(out))
 
 
 def test_a_script_file_on_the_driver_travels_to_the_workers(

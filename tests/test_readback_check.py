@@ -1,4 +1,4 @@
-"""The simulated caller's check of a read-back (runtime/simulator.py ``check_restatement``):
+"""The simulated caller's check of a read-back (runtime/user/simulator.py ``check_restatement``):
 a right value said the way people say it is confirmed, a wrong one corrected, a choice said
 in other words is not judged. Bundled tasks, the caller's facts as last corrected."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.observer import SemanticActObserver
-from runtime.simulator import RevealPolicy
-from runtime.spec import TaskSpec, default_tasks_dir, load_tasks
+from runtime.core.spec import TaskSpec, default_tasks_dir, load_tasks
+from runtime.session.observer import SemanticActObserver
+from runtime.user.simulator import RevealPolicy
 
 TASKS = {t.id: t for t in load_tasks([default_tasks_dir()])}
 

@@ -16,7 +16,7 @@ from app.auth import create_user
 from app.settings import Settings
 from app.web import create_app
 from grading.gates import RunGrade, grade_events
-from runtime.events import (
+from runtime.core.events import (
     AgentAct,
     ArtifactLifecycle,
     ArtifactUpdate,
@@ -30,7 +30,7 @@ from runtime.events import (
     ToolCall,
     ToolResult,
 )
-from runtime.spec import find_task
+from runtime.core.spec import find_task
 from tests.webclient import PASSWORD, log_in
 
 TASK = "apexv1_070"

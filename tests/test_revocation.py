@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grading.gates import grade_run_dir
-from runtime.events import (
+from runtime.core.events import (
     AgentSpeechStart,
     AgentTruncated,
     AuthBlocked,
@@ -16,7 +16,7 @@ from runtime.events import (
     UserSpeechEnd,
     read_events,
 )
-from runtime.spec import find_task
+from runtime.core.spec import find_task
 from tests.conftest import bundled_tasks, run_script
 
 

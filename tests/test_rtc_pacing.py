@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from app.rtc import HALFBAND_TAPS, Ratio2
-from runtime.orchestrator import MediaClock
+from runtime.session.orchestrator import MediaClock
 
 DELAY_48K = (HALFBAND_TAPS - 1) // 2  # a linear-phase FIR delays by half its length
 

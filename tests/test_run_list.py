@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 
 import app.runindex as runindex
 import grading.gates as gates
+from runtime.core.rundir import RunDir
 from tests.conftest import run_script
 from tests.webclient import researcher_client
 
@@ -199,7 +200,7 @@ def test_the_index_does_not_reread_unchanged_runs(client: TestClient,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     assert client.get("/runs").status_code == 200  # fills the index
     calls = {"meta": 0, "grade": 0}
-    read_meta, grade = gates.read_meta, gates.grade_run_dir
+    read_meta, grade = RunDir.read_meta, gates.grade_run_dir
 
     def counting_meta(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls["meta"] += 1
@@ -209,7 +210,7 @@ def test_the_index_does_not_reread_unchanged_runs(client: TestClient,
         calls["grade"] += 1
         return grade(*args, **kwargs)
 
-    monkeypatch.setattr(runindex, "read_meta", counting_meta)
+    monkeypatch.setattr(RunDir, "read_meta", counting_meta)
     monkeypatch.setattr(runindex, "grade_run_dir", counting_grade)
     for query in ("", "?sort=duration", "?q=copy&page=2&per=10"):
         assert client.get(f"/runs{query}").status_code == 200
@@ -221,4 +222,5 @@ def test_the_index_does_not_reread_unchanged_runs(client: TestClient,
     meta["agent"] = "scripted:renamed"
     meta_path.write_text(json.dumps(meta))
     page = client.get("/runs?q=renamed").text
-    assert _runs(page) == ["bulk/apexv1_070/r4"] and calls == {"meta": 1, "grade": 1}
+    # Its record is read twice (by the index, then by the grader), the others not at all.
+    assert _runs(page) == ["bulk/apexv1_070/r4"] and calls == {"meta": 2, "grade": 1}

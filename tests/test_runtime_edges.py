@@ -14,15 +14,22 @@ from grading.gates import grade_run_dir
 from grading.report import campaign_outcomes
 from runtime.agents.base import AgentEvent, AgentSessionConfig, InfrastructureError
 from runtime.agents.scripted import ScriptedAgent, load_script
-from runtime.audio import Pcm
-from runtime.bank import BankPlayer, EspeakEngine, SpeechCache, TTSError, build_bank, verify_bank
-from runtime.bank_manifest import load_manifest
-from runtime.campaign import cache_dir
-from runtime.events import SessionEnd, read_events
-from runtime.observer import SemanticActObserver
-from runtime.orchestrator import MediaClock, Orchestrator
-from runtime.simulator import FrozenSimulator, RevealPolicy
-from runtime.spec import find_task, load_task
+from runtime.core.audio import Pcm
+from runtime.core.events import SessionEnd, read_events
+from runtime.core.spec import find_task, load_task
+from runtime.session.campaign import cache_dir
+from runtime.session.observer import SemanticActObserver
+from runtime.session.orchestrator import MediaClock, Orchestrator
+from runtime.speechbank.bank import (
+    BankPlayer,
+    EspeakEngine,
+    SpeechCache,
+    TTSError,
+    build_bank,
+    verify_bank,
+)
+from runtime.speechbank.bank_manifest import load_manifest
+from runtime.user.simulator import FrozenSimulator, RevealPolicy
 from tests.conftest import bundled_tasks
 
 
@@ -123,7 +130,7 @@ def test_bank_build_names_a_missing_voice_and_engine(task_copy: Path) -> None:
 
 def test_unparsable_superseded_version_never_crashes_grading() -> None:
     from grading.gates import FinalState, grade_fields
-    from runtime.spec import FactVersion, Lifecycle
+    from runtime.core.spec import FactVersion, Lifecycle
 
     task = find_task("apexv1_070")
     fact = task.user.fact("end_date")
@@ -142,7 +149,7 @@ def test_unparsable_superseded_version_never_crashes_grading() -> None:
 def test_a_broken_bank_file_ends_that_run_only(tmp_path: Path) -> None:
     import asyncio as aio
 
-    from runtime.campaign import run_campaign
+    from runtime.session.campaign import run_campaign
 
     folder = tmp_path / "apexv1_070"
     shutil.copytree(find_task("apexv1_070").folder, folder)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.live_user import Cue
-from runtime.spec import TaskSpec
-from runtime.speech_authorization import RuleAuthorizer, normalize, stance_matches
+from runtime.core.spec import TaskSpec
+from runtime.user.live_user import Cue
+from runtime.user.speech_authorization import RuleAuthorizer, normalize, stance_matches
 from tests.conftest import bundled_tasks
 
 TASKS = {t.id: t for t in bundled_tasks()}

@@ -1,4 +1,4 @@
-"""The virtual clock's steady stretches (runtime/orchestrator.py ``_steady_stretch``) change
+"""The virtual clock's steady stretches (runtime/session/orchestrator.py ``_steady_stretch``) change
 nothing but speed: every bundled script on every bundled task gives the same event log (wall
 clock aside), the same stereo trace byte for byte and the same end, whether the clock moves
 frame by frame or through stretches."""
@@ -14,13 +14,13 @@ import pytest
 
 from runtime.agents.base import AgentEvent
 from runtime.agents.scripted import AfterMs, Script, ScriptedAgent, ScriptTurn, load_script
-from runtime.audio import FRAME_SAMPLES, TraceWriter, frame_levels, rms, silent_block
-from runtime.bank import BankPlayer, EspeakEngine, SpeechCache
-from runtime.campaign import cache_dir
-from runtime.events import comparable, read_events
-from runtime.orchestrator import Orchestrator
-from runtime.simulator import FrozenSimulator
-from runtime.spec import TaskSpec, WorldEvent
+from runtime.core.audio import FRAME_SAMPLES, TraceWriter, frame_levels, rms, silent_block
+from runtime.core.events import comparable, read_events
+from runtime.core.spec import TaskSpec, WorldEvent
+from runtime.session.campaign import cache_dir
+from runtime.session.orchestrator import Orchestrator
+from runtime.speechbank.bank import BankPlayer, EspeakEngine, SpeechCache
+from runtime.user.simulator import FrozenSimulator
 from tests.conftest import bundled_tasks
 
 TASKS = bundled_tasks()

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli_study_a import sample_a_command
-from runtime.spec import TaskSpec, default_tasks_dir, load_tasks, read_yaml
+from runtime.core.spec import TaskSpec, default_tasks_dir, load_tasks, read_yaml
 from study_protocols.study_a import SamplingError, annotator_order, sample_study_a
 
 CRITICAL = {"correct", "approve", "revoke"}

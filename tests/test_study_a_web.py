@@ -30,7 +30,7 @@ from app.models_study_a import Annotator, ItemVisit, StudyA, StudyAItem
 from app.models_study_a import Rating as RatingRow
 from app.settings import Settings
 from app.web import create_app
-from runtime.spec import TaskSpec, default_tasks_dir, load_tasks
+from runtime.core.spec import TaskSpec, default_tasks_dir, load_tasks
 from study_protocols.agreement import REPORT_CSV_COLUMNS, agreement_report, read_ratings_csv
 from study_protocols.study_a import sample_study_a
 from study_protocols.visibility import (

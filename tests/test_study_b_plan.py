@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli_study_b import check_b_command, plan_b_command
-from runtime.spec import default_tasks_dir, load_tasks
+from runtime.core.spec import default_tasks_dir, load_tasks
 from study_protocols.study_b import (
     PlanError,
     PlannedSession,
@@ -33,7 +33,7 @@ from study_protocols.study_b import (
     williams_rows,
 )
 
-# Five specs that runtime.campaign.parse_agent_spec accepts here without keys or servers.
+# Five specs that runtime.session.campaign.parse_agent_spec accepts here without keys or servers.
 SYSTEMS = ("scripted:oracle", "baseline", "openai-realtime", "gemini-live", "grok")
 TASK_IDS = tuple(t.id for t in load_tasks([default_tasks_dir()]))
 

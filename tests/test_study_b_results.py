@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from runtime.spec import default_tasks_dir, load_tasks
+from runtime.core.spec import default_tasks_dir, load_tasks
 from study_protocols.study_b import (
     SessionOutcome,
     format_table10,

@@ -14,7 +14,7 @@ results with real people"). The two failures seen with a live participant, as te
    and are transcribed speculatively while the VAD waits out its end-of-utterance quiet; a
    hold that still expires is logged and graded as an infrastructure failure.
 
-Plus the human-like robot participant (runtime/robot.py) with the real recognizer on a sample
+Plus the human-like robot participant (runtime/user/robot.py) with the real recognizer on a sample
 of tasks (all 24 in ``bench/bench_robot_participant.py``), and negatives failing the same
 gate as with the simulator. Assertions are on content and order, never on timing.
 """
@@ -29,9 +29,8 @@ import pytest
 
 from grading.gates import GATE_NAMES, grade_run_dir
 from runtime.agents.scripted import load_script
-from runtime.audio import FRAME_SAMPLES, Pcm, rms, silence
-from runtime.bank import BankPlayer
-from runtime.events import (
+from runtime.core.audio import FRAME_SAMPLES, Pcm, rms, silence
+from runtime.core.events import (
     AuthBlocked,
     AuthDecisionEvent,
     AuthGrant,
@@ -43,12 +42,13 @@ from runtime.events import (
     UserSpeechEnd,
     read_events,
 )
-from runtime.live_user import LiveParticipant
-from runtime.observer import Act
-from runtime.robot import HumanTiming, run_with_robot
-from runtime.simulator import select_realization
-from runtime.spec import default_tasks_dir
+from runtime.core.spec import default_tasks_dir
+from runtime.session.observer import Act
 from runtime.speech.asr_queue import AUTHORIZATION, ROUTINE, TranscriptionQueue
+from runtime.speechbank.bank import BankPlayer
+from runtime.user.live_user import LiveParticipant
+from runtime.user.robot import HumanTiming, run_with_robot
+from runtime.user.simulator import select_realization
 from tests.conftest import bundled_tasks
 
 TASKS = {t.id: t for t in bundled_tasks()}
@@ -382,7 +382,7 @@ def test_a_known_fact_counts_as_said_once_the_participant_answered_the_question(
     and they answered, it is not, whatever the recognizer made of their words (here: no
     attribution and an empty transcript)."""
     from grading.gates import grade_events
-    from runtime.events import AgentAct, ArtifactUpdate, CardFact, SessionEnd
+    from runtime.core.events import AgentAct, ArtifactUpdate, CardFact, SessionEnd
 
     task = TASKS["apexv1_001"]
     card = CardFact(fact_id="medical_plan", version=1, known_at_start=True)

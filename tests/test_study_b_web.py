@@ -23,7 +23,7 @@ from app.models_study_b import LiveSession, Participant, StudyB
 from app.settings import Settings
 from app.study_b import session_run_rel
 from app.web import create_app
-from runtime.events import (
+from runtime.core.events import (
     AuthDecisionEvent,
     AuthGrant,
     AuthRevoke,

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import typing
 
-from runtime.composition import PAPER_COMPOSITION, composition, format_composition
-from runtime.spec import (
+from runtime.core.spec import (
     ArtifactClass,
     DelegationPattern,
     DuplexPhenomenon,
@@ -21,7 +20,8 @@ from runtime.spec import (
     ToolBurden,
     UserBehavior,
 )
-from runtime.validate import leaked_values
+from runtime.suite.composition import PAPER_COMPOSITION, composition, format_composition
+from runtime.suite.validate import leaked_values
 from tests.conftest import bundled_tasks
 
 TASKS = bundled_tasks()

@@ -11,7 +11,7 @@ import pytest
 
 from grading.gates import GATE_NAMES, grade_run_dir
 from runtime.agents.scripted import load_script
-from runtime.spec import default_tasks_dir
+from runtime.core.spec import default_tasks_dir
 from tests.conftest import bundled_tasks, run_script
 
 CASES = [

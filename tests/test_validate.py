@@ -1,4 +1,4 @@
-"""The construction checks of appendix B.5 (``runtime.validate``).
+"""The construction checks of appendix B.5 (``runtime.suite.validate``).
 
 Every test copies the valid ``mini_001`` fixture, injects one defect, and asserts that exactly
 the expected problem line comes back: the file, the path inside the YAML, and what is wrong.
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from runtime.spec import Realization, load_task, read_yaml
-from runtime.validate import (
+from runtime.core.spec import Realization, load_task, read_yaml
+from runtime.suite.validate import (
     Problem,
     leaked_values,
     validate_paths,
@@ -378,7 +378,7 @@ def test_path_without_tasks(tmp_path: Path) -> None:
 
 
 def test_text_the_tts_would_misread_is_flagged() -> None:
-    from runtime.validate import misread_tokens
+    from runtime.suite.validate import misread_tokens
 
     assert misread_tokens("My ID is E4471, ticket INV-20419, call 555-0199") == [
         "E4471", "INV-20419", "555-0199"]

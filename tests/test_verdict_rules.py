@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from grading.gates import grade_events
-from runtime.events import (
+from runtime.core.events import (
     ArtifactUpdate,
     AuthBlocked,
     AuthGrant,
@@ -24,8 +24,8 @@ from runtime.events import (
     UserSpeechEnd,
     read_events,
 )
-from runtime.spec import PredUpdatedAfter, agent_instructions, find_task
-from runtime.workbench import KnowledgeBase, Workbench
+from runtime.core.spec import PredUpdatedAfter, agent_instructions, find_task
+from runtime.session.workbench import KnowledgeBase, Workbench
 from tests.conftest import bundled_tasks, run_script
 
 

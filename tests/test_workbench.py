@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from runtime.events import AuthBlocked, AuthRevoke, Event
-from runtime.spec import Lifecycle, find_task
-from runtime.workbench import Workbench, tool_schemas
+from runtime.core.events import AuthBlocked, AuthRevoke, Event
+from runtime.core.spec import Lifecycle, find_task
+from runtime.session.workbench import Workbench, tool_schemas
 
 
 def _bench() -> tuple[Workbench, list[Event]]:

@@ -24,7 +24,7 @@ from app.auth import verify_csrf
 from app.deps import SessionDep, SettingsDep
 from app.models_study_a import Annotator, StudyA, StudyAItem
 from app.routes.tasks import catalogue
-from app.web import page_or_fragment, render
+from app.templating import page_or_fragment, render
 
 router = APIRouter()
 

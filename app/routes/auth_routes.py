@@ -9,8 +9,8 @@ from fastapi.responses import RedirectResponse, Response
 
 from app.auth import authenticate_async, end_session, start_session, verify_csrf
 from app.deps import SessionDep
+from app.templating import render
 from app.throttle import account_key, client_key, throttle_for
-from app.web import render
 
 router = APIRouter()
 

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from app.auth import UserDep
 from app.deps import SettingsDep
 from app.routes.tasks import catalogue
-from app.web import render
+from app.templating import render
 from grading.dashboard import Dashboard, build_dashboard, runs_csv, slices_csv
 
 router = APIRouter()

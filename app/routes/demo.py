@@ -33,9 +33,10 @@ from app.routes.tasks import catalogue, get_task
 from app.runindex import grade_cached
 from app.security import event_stream
 from app.settings import Settings
-from app.web import page_or_fragment, render, shown, templates
-from grading.gates import RunDirError, RunGrade
-from runtime.spec import TaskSpec
+from app.templating import page_or_fragment, render, shown, templates
+from grading.gates import RunGrade
+from runtime.core.rundir import RunDir, RunDirError
+from runtime.core.spec import TaskSpec
 
 KEEPALIVE_S = 15.0
 
@@ -258,7 +259,7 @@ def _result_context(request: Request, manager: DemoManager, session_id: str,
         except RunDirError as exc:
             problem = str(exc)
     replay = None
-    if run_dir is not None and (run_dir / "meta.json").is_file():
+    if run_dir is not None and RunDir(run_dir).exists():
         replay = f"/runs/{run_dir.relative_to(manager.runs_dir)}/replay"
     return {"grade": grade, "grade_problem": shown(request, problem) if problem else None,
             "replay": replay, "ended": True, "grading": False}

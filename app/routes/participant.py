@@ -46,9 +46,10 @@ from app.routes.tasks import catalogue
 from app.security import event_stream
 from app.settings import Settings
 from app.study_b import StudyFull, claim_participant, claim_proof, holder_of, session_run_rel
+from app.templating import render, templates
 from app.throttle import client_key, throttle_for
-from app.web import render, templates
-from runtime.campaign import AgentSpecError, parse_agent_spec
+from runtime.core.rundir import study_b_label
+from runtime.session.campaign import AgentSpecError, parse_agent_spec
 
 KEEPALIVE_S = 15.0
 TICK_S = 1.0
@@ -404,7 +405,8 @@ async def _call_for(request: Request, db: Session, who: Invitee, row: LiveSessio
         key=row.id, task=task, factory=factory, run_dir=run_dir, run_rel=rel,
         seed=who.study.seed,
         on_disconnect="incomplete" if who.study.on_disconnect == "incomplete" else "rejoin",
-        meta={"study_b_id": who.study.id, "participant": who.person.label,
+        meta={"study": study_b_label(who.study.id or 0), "study_b_id": who.study.id,
+              "participant": who.person.label,
               "position": row.position, "anchor": row.anchor, "captions": who.study.captions},
         captions=who.study.captions,
     )

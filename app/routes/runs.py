@@ -21,12 +21,11 @@ from app.runindex import (
     check_trace,
     grade_cached,
     peaks,
-    resolve_run,
     run_file,
     run_index,
     sort_rows,
 )
-from app.web import page_or_fragment, render, shown
+from app.templating import page_or_fragment, render, shown
 from grading.corrections import (
     DECISIONS,
     Correction,
@@ -34,8 +33,9 @@ from grading.corrections import (
     read_corrections_checked,
     record_correction,
 )
-from grading.gates import RunDirError, RunGrade, correction_effect, grade_run_dir, read_meta
-from runtime.events import AuthDecisionEvent, Event, read_events
+from grading.gates import RunGrade, correction_effect, grade_run_dir
+from runtime.core.events import AuthDecisionEvent, Event, read_events
+from runtime.core.rundir import RunDir, RunDirError, resolve_run
 
 MAX_REASON = 2000
 
@@ -180,14 +180,17 @@ async def compare(request: Request, user: UserDep, settings: SettingsDep) -> Res
             raise HTTPException(status_code=400, detail="Name two runs to compare: "
                                 "/compare?a=RUN&b=RUN, or tick two runs in the run list.")
     run_a, run_b = _run_dir(settings, a), _run_dir(settings, b)
-    meta_a, meta_b = read_meta(run_a), read_meta(run_b)
+    try:
+        meta_a, meta_b = RunDir(run_a).read_meta(), RunDir(run_b).read_meta()
+    except RunDirError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
     notices = []
-    if meta_a.get("task_id") != meta_b.get("task_id"):
-        notices.append(f"These runs are of different tasks ({meta_a.get('task_id')} and "
-                       f"{meta_b.get('task_id')}): the alignment is only indicative.")
+    if meta_a.task_id != meta_b.task_id:
+        notices.append(f"These runs are of different tasks ({meta_a.task_id} and "
+                       f"{meta_b.task_id}): the alignment is only indicative.")
     rows, first = compare_runs(run_a, run_b)
     tasks = catalogue(request).tasks
-    grades = [grade_cached(d, tasks) if str(m.get("task_id")) in tasks else None
+    grades = [grade_cached(d, tasks) if m.task_id in tasks else None
               for d, m in ((run_a, meta_a), (run_b, meta_b))]
     traces = []
     for side, d in ((a, run_a), (b, run_b)):
@@ -242,7 +245,7 @@ async def replay(request: Request, run_path: str, user: UserDep,
     run_dir = _run_dir(settings, run_path)
     notices: list[str] = []
     try:
-        meta = read_meta(run_dir)
+        meta = RunDir(run_dir).read_meta()
     except RunDirError as exc:
         raise HTTPException(status_code=404, detail=str(exc)) from None
     events: list[dict[str, object]] = []
@@ -268,13 +271,13 @@ async def replay(request: Request, run_path: str, user: UserDep,
         notices.append(f"{exc} The lanes and the artifact are shown without audio.")
     tasks = catalogue(request).tasks
     grade = None
-    task = tasks.get(str(meta.get("task_id", "")))
+    task = tasks.get(meta.task_id)
     if task is None:
-        notices.append(f"Task '{meta.get('task_id')}' is not in this suite: no grading.")
+        notices.append(f"Task '{meta.task_id}' is not in this suite: no grading.")
     elif log.is_file():
         grade = grade_cached(run_dir, tasks)
     siblings = [r.path for r in run_index(settings.runs_dir, tasks)[0]
-                if r.task_id == meta.get("task_id") and r.path != run_path]
+                if r.task_id == meta.task_id and r.path != run_path]
     decisions, corrections, problems = _decisions(run_dir, log_events)
     notices.extend(problems)
     effect = None
@@ -352,6 +355,7 @@ async def correct_decision(request: Request, run_path: str, user: UserDep,
     if problem is not None:
         raise HTTPException(status_code=400, detail=f"Correction not recorded: {problem}")
     tasks = catalogue(request).tasks
-    if str(read_meta(run_dir).get("task_id", "")) in tasks:
+    meta = RunDir(run_dir).read_meta_or_none()
+    if meta is not None and meta.task_id in tasks:
         grade_cached(run_dir, tasks)  # re-grade now, so the replay shows the new grade
     return RedirectResponse(f"/runs/{run_path}/replay#corrections", status_code=303)

@@ -23,8 +23,8 @@ from app.auth import UserDep, current_user, verify_csrf
 from app.deps import DbId, SessionDep, SettingsDep
 from app.models_study_a import StudyA, StudyAItem
 from app.routes.tasks import catalogue
-from app.web import page_or_fragment, render
-from runtime.spec import TaskSpec
+from app.templating import page_or_fragment, render
+from runtime.core.spec import TaskSpec
 
 router = APIRouter()
 CSRF = [Depends(current_user), Depends(verify_csrf)]

@@ -20,9 +20,9 @@ from app.auth import UserDep, current_user, verify_csrf
 from app.deps import DbId, SessionDep, SettingsDep
 from app.models_study_b import Participant, StudyB
 from app.routes.tasks import catalogue
-from app.web import page_or_fragment, render
-from runtime import csv_safe
-from runtime.spec import TaskSpec
+from app.templating import page_or_fragment, render
+from runtime.core import csv_safe
+from runtime.core.spec import TaskSpec
 from study_protocols.study_b import balance_table, check_plan, table10_csv
 
 router = APIRouter()

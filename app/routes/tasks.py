@@ -7,9 +7,9 @@ from fastapi.responses import FileResponse, Response
 
 from app.auth import UserDep
 from app.catalogue import Catalogue
-from app.web import page_or_fragment, render
-from runtime.composition import composition_table
-from runtime.spec import TaskSpec
+from app.templating import page_or_fragment, render
+from runtime.core.spec import TaskSpec
+from runtime.suite.composition import composition_table
 
 router = APIRouter()
 FILTERS = ("archetype", "industry", "artifact_class", "autonomy", "knowledge", "tool_burden",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from runtime.audio import Pcm
+from runtime.core.audio import Pcm
 
 
 @dataclass(frozen=True)

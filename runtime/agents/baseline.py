@@ -17,7 +17,8 @@ VAD → ASR → dialogue policy → TTS, all on this machine:
   :class:`~runtime.agents.baseline_policy.RulePolicy` (agent spec ``baseline``), or an
   OpenAI-compatible chat model with tools (``baseline:llm``,
   :mod:`runtime.agents.baseline_llm`).
-* A :class:`~runtime.bank.TTSEngine` speaks: Kokoro (``runtime.tts_kokoro``) when that module
+* A :class:`~runtime.speechbank.bank.TTSEngine` speaks: Kokoro (``runtime.speechbank.tts_kokoro``)
+when that module
   and its assets are available, espeak-ng otherwise; ``APEX_BASELINE_TTS=kokoro|espeak``
   forces one, ``APEX_BASELINE_VOICE`` picks the voice. Speech is cached on disk per text.
 
@@ -71,11 +72,11 @@ from runtime.agents.baseline_policy import (
     TaskView,
     Turn,
 )
-from runtime.audio import FRAME_MS, SAMPLE_RATE, Pcm
-from runtime.bank import EspeakEngine, SpeechCache, TTSEngine, TTSError
-from runtime.spec import TaskSpec
+from runtime.core.audio import FRAME_MS, SAMPLE_RATE, Pcm
+from runtime.core.spec import TaskSpec
 from runtime.speech.asr import ASR, ASRError, single_thread_asr
 from runtime.speech.vad import VAD, SileroVAD, VADError
+from runtime.speechbank.bank import EspeakEngine, SpeechCache, TTSEngine, TTSError
 
 PAUSE_MS = 300
 """Silence after which the baseline's VAD reports a pause and the agent takes the utterance's
@@ -102,16 +103,17 @@ class Speaker(Protocol):
 # --------------------------------------------------------------------------- TTS selection
 
 def _kokoro_engine() -> tuple[TTSEngine | None, str]:
-    """A ready :class:`runtime.tts_kokoro.KokoroEngine` (assets set up), or why not. Imported
+    """A ready :class:`runtime.speechbank.tts_kokoro.KokoroEngine` (assets set up), or why not.
+    Imported
     lazily: it pulls in torch."""
     try:
-        found = importlib.util.find_spec("runtime.tts_kokoro") is not None
+        found = importlib.util.find_spec("runtime.speechbank.tts_kokoro") is not None
     except (ImportError, ValueError):
         found = False
     if not found:
-        return None, "runtime/tts_kokoro.py is not in this checkout"
+        return None, "runtime/speechbank/tts_kokoro.py is not in this checkout"
     try:
-        module = importlib.import_module("runtime.tts_kokoro")
+        module = importlib.import_module("runtime.speechbank.tts_kokoro")
         engine: TTSEngine = module.KokoroEngine()
         engine.describe()  # checks the assets
     except (ImportError, AttributeError, TypeError, OSError, TTSError) as exc:

@@ -20,7 +20,7 @@ from typing import Literal
 
 from text_to_num import alpha2digit
 
-from grading.fields import canonical_phone, extract_number, parse_spoken_date
+from runtime.core.values import canonical_phone, extract_number, parse_spoken_date
 
 FieldKind = Literal["date", "time", "phone", "number", "identifier", "enum", "text"]
 

@@ -23,7 +23,7 @@ from runtime.agents.base import (
     ToolCallRequest,
     TranscriptDone,
 )
-from runtime.audio import (
+from runtime.core.audio import (
     FRAME_MS,
     FRAME_SAMPLES,
     SAMPLE_RATE,
@@ -33,9 +33,9 @@ from runtime.audio import (
     is_silent_block,
     rms,
 )
-from runtime.bank import SpeechCache
-from runtime.memo import remember
-from runtime.spec import read_yaml
+from runtime.core.memo import remember
+from runtime.core.spec import read_yaml
+from runtime.speechbank.bank import SpeechCache
 
 
 class AfterMs(BaseModel):
@@ -203,7 +203,8 @@ class ScriptedAgent:
         """Hear the whole frames of ``pcm`` from ``t_media_ms`` as :meth:`send_audio` and
         :meth:`poll` would one by one, up to the first frame after which either would have
         something to say (not heard: the orchestrator plays it frame by frame). Returns how
-        many frames were heard. The virtual clock's steady stretches (runtime/orchestrator.py);
+        many frames were heard. The virtual clock's steady stretches
+        (runtime/session/orchestrator.py);
         a subclass that changes what a frame does hears none this way."""
         cls = type(self)
         if (

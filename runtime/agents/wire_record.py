@@ -57,16 +57,17 @@ from runtime.agents.wire_format import (
     scrub,
     write_fixture,
 )
-from runtime.events import (
+from runtime.core.events import (
     AgentErrorEvent,
     AgentProtocolUnknown,
     AgentTranscript,
+    ClockMode,
     SessionEnd,
     ToolCall,
     read_events,
 )
-from runtime.orchestrator import ClockMode, RunResult
-from runtime.spec import TaskSpec
+from runtime.core.spec import TaskSpec
+from runtime.session.orchestrator import RunResult
 
 GEMINI_DEFAULT_ORIGIN = "https://generativelanguage.googleapis.com"
 
@@ -506,7 +507,7 @@ async def record_session(
     need ``clock="realtime"``; against a local fake, ``lockstep`` (its sync hook) allows the
     virtual clock, which the proxy's one-to-one relay preserves.
     """
-    from runtime.campaign import AgentFactory, run_one
+    from runtime.session.campaign import AgentFactory, run_one
 
     wire = provider_wire(agent_spec, env)
     with tempfile.TemporaryDirectory(prefix="apex-wire-tls-") as tls_dir:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from runtime.audio import SAMPLE_RATE, Pcm, resample
+from runtime.core.audio import SAMPLE_RATE, Pcm, resample
 
 WHISPER_RATE = 16_000
 """Whisper's input sample rate."""

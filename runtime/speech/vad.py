@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import soxr
 
-from runtime.audio import SAMPLE_RATE, Pcm
+from runtime.core.audio import SAMPLE_RATE, Pcm
 
 VAD_RATE = 16_000
 CHUNK = 512
@@ -47,7 +47,7 @@ class VAD(Protocol):
     in_speech: bool
 
     def push(self, frame: Pcm) -> VadEvent | None:
-        """One frame of PCM16 at :data:`~runtime.audio.SAMPLE_RATE`: ``"onset"`` when speech
+        """One frame of PCM16 at :data:`~runtime.core.audio.SAMPLE_RATE`: ``"onset"`` when speech
         starts, ``"end"`` when an utterance has ended, ``"pause"`` (only from a detector
         built to report pauses) when the silence that may end it has lasted the pause time,
         else None."""

@@ -19,11 +19,11 @@ from runtime.agents.base import (
     ResponseDone,
     ToolCallRequest,
 )
-from runtime.audio import FRAME_SAMPLES, SAMPLE_RATE, Pcm, frames, silence
-from runtime.campaign import AgentFactory, run_one
-from runtime.events import Event, read_events
-from runtime.orchestrator import RunResult
-from runtime.spec import TaskSpec, find_task
+from runtime.core.audio import FRAME_SAMPLES, SAMPLE_RATE, Pcm, frames, silence
+from runtime.core.events import Event, read_events
+from runtime.core.spec import TaskSpec, find_task
+from runtime.session.campaign import AgentFactory, run_one
+from runtime.session.orchestrator import RunResult
 from tests.adapters.harness import ProviderHarness, Scenario, discover, oracle_conversation
 
 HARNESSES = discover()
@@ -97,7 +97,7 @@ async def drive(adapter: AgentAdapter, pcm_frames: list[Pcm], *, t0: int = 0,
                 timed: list[tuple[int, AgentEvent]] | None = None) -> list[AgentEvent]:
     """Feed frames the way the orchestrator does: send a frame, poll, answer tool calls at
     once, play agent audio out 40 ms per frame, and on ``Interrupted`` drop the unplayed audio
-    and report what was heard with ``truncated`` (runtime/orchestrator.py, reduced).
+    and report what was heard with ``truncated`` (runtime/session/orchestrator.py, reduced).
     ``timed`` also collects each event with the index of the frame it arrived at."""
     events: list[AgentEvent] = []
     buffered = played = 0

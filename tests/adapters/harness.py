@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol
 
 from runtime.agents.base import AgentAdapter
 from runtime.agents.scripted import Script
-from runtime.audio import Pcm
+from runtime.core.audio import Pcm
 
 ErrorKind = Literal["authentication", "rate_limit", "quota", "server", "protocol"]
 
@@ -73,7 +73,7 @@ def oracle_conversation(task_id: str, **knobs: Any) -> Scenario:
     silence, and each remaining turn is taken when the user stops talking.
     """
     from runtime.agents.scripted import load_script
-    from runtime.spec import find_task
+    from runtime.core.spec import find_task
 
     script = load_script(find_task(task_id).folder / "scripts" / "oracle.yaml")
     turns = list(script.turns)

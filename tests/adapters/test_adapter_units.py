@@ -23,8 +23,8 @@ from runtime.agents.providers._openai_style import AudioDeltaEvent, Ignored, par
 from runtime.agents.providers._realtime import ContinuationGate, PlayoutMirror
 from runtime.agents.providers.openai_realtime.events import CATALOG
 from runtime.agents.registry import PROVIDER_MODULES
-from runtime.audio import FRAME_SAMPLES, SAMPLE_RATE
-from runtime.campaign import parse_agent_spec
+from runtime.core.audio import FRAME_SAMPLES, SAMPLE_RATE
+from runtime.session.campaign import parse_agent_spec
 from tests.adapters.conftest import CONFIG
 
 # --------------------------------------------------------------------------- errors

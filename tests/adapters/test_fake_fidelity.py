@@ -23,7 +23,7 @@ from runtime.agents.base import AgentErrorSignal, ProtocolUnknown, ToolCallReque
 from runtime.agents.providers._openai_style import InputAudioBufferAppend
 from runtime.agents.providers._realtime import PlayoutMirror, TruncationPoint
 from runtime.agents.scripted import Script, ScriptTool, ScriptTurn
-from runtime.audio import frames, silence
+from runtime.core.audio import frames, silence
 from tests.adapters.conftest import CONFIG, drive, speech, user_turn
 from tests.adapters.harness import Scenario
 from tests.fakes.realtime.base import API_KEY, FakeRealtimeServer, b64_pcm, pcm_b64

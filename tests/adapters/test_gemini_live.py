@@ -45,9 +45,8 @@ from runtime.agents.providers.gemini_live.events import (
     parse_server_message,
 )
 from runtime.agents.scripted import Script, load_script
-from runtime.audio import FRAME_SAMPLES, SAMPLE_RATE, Pcm
-from runtime.campaign import AgentFactory, parse_agent_spec, run_dir_for, run_one
-from runtime.events import (
+from runtime.core.audio import FRAME_SAMPLES, SAMPLE_RATE, Pcm
+from runtime.core.events import (
     AgentErrorEvent,
     AgentSpeechStart,
     AgentTruncated,
@@ -58,9 +57,10 @@ from runtime.events import (
     UserSpeechEnd,
     read_events,
 )
-from runtime.orchestrator import RunResult
-from runtime.spec import default_tasks_dir, find_task
-from runtime.workbench import tool_schemas
+from runtime.core.spec import default_tasks_dir, find_task
+from runtime.session.campaign import AgentFactory, parse_agent_spec, run_dir_for, run_one
+from runtime.session.orchestrator import RunResult
+from runtime.session.workbench import tool_schemas
 from tests.adapters.conftest import conversation
 from tests.adapters.conftest import run_task as run_shared
 from tests.adapters.harness import ProviderHarness
@@ -810,7 +810,7 @@ async def test_outside_strict_mode_an_unknown_message_is_logged_and_counted(
     """The default for real campaigns: the run goes on, the log says what was ignored, and
     the grade counts it (diagnostics, never a gate)."""
     from grading.gates import grade_run_dir
-    from runtime.events import AgentProtocolUnknown
+    from runtime.core.events import AgentProtocolUnknown
     from tests.conftest import bundled_tasks
 
     monkeypatch.setenv("APEX_STRICT_PROTOCOL", "0")

@@ -24,7 +24,7 @@ from runtime.agents.base import (
     TranscriptDone,
 )
 from runtime.agents.scripted import Script, ScriptTool, ScriptTurn
-from runtime.audio import SAMPLE_RATE, Pcm, frames, silence
+from runtime.core.audio import SAMPLE_RATE, Pcm, frames, silence
 from tests.adapters.conftest import CONFIG, drive, speech, user_turn
 from tests.adapters.harness import Scenario
 from tests.fakes.realtime.gpt_live import TRANSCRIPT_LAG_MS

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from grading.gates import grade_run_dir
-from runtime.campaign import parse_agent_spec, run_one
-from runtime.events import read_events
-from runtime.spec import find_task
+from runtime.core.events import read_events
+from runtime.core.spec import find_task
+from runtime.session.campaign import parse_agent_spec, run_one
 
 LIVE = [
     ("openai-realtime", "OPENAI_API_KEY"),

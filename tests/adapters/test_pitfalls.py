@@ -15,7 +15,7 @@ from websockets.asyncio.client import connect
 
 from runtime.agents.base import AgentErrorSignal, AudioDelta, ToolCallRequest, TranscriptDone
 from runtime.agents.scripted import Script, ScriptTool, ScriptTurn
-from runtime.audio import silence
+from runtime.core.audio import silence
 from tests.adapters.conftest import CONFIG, drive, user_turn
 from tests.adapters.harness import Scenario
 from tests.fakes.realtime.base import API_KEY, b64_pcm

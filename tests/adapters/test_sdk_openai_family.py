@@ -30,7 +30,7 @@ from openai import AsyncOpenAI
 from pydantic import TypeAdapter, ValidationError
 
 from runtime.agents.scripted import Script, ScriptTool, ScriptTurn
-from runtime.audio import frames, silence
+from runtime.core.audio import frames, silence
 from tests.adapters.conftest import speech, user_turn
 from tests.adapters.harness import Scenario
 from tests.fakes.realtime.base import API_KEY, FakeRealtimeServer, b64_pcm, pcm_b64

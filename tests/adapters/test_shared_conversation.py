@@ -14,8 +14,8 @@ from pathlib import Path
 import soundfile as sf
 
 from grading.gates import grade_run_dir
-from runtime.audio import FRAME_MS, rms
-from runtime.spec import find_task
+from runtime.core.audio import FRAME_MS, rms
+from runtime.core.spec import find_task
 from tests.adapters.conftest import conversation, run_task
 from tests.adapters.harness import ProviderHarness
 

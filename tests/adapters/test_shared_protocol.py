@@ -17,7 +17,7 @@ from runtime.agents.base import (
 )
 from runtime.agents.errors import ProviderConfigError
 from runtime.agents.scripted import Script, ScriptTool, ScriptTurn
-from runtime.audio import SAMPLE_RATE, frames, silence
+from runtime.core.audio import SAMPLE_RATE, frames, silence
 from tests.adapters.conftest import CONFIG, drive, speech, user_turn
 from tests.adapters.harness import ErrorKind, ProviderHarness, Scenario
 

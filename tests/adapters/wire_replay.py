@@ -44,8 +44,8 @@ from runtime.agents.wire_record import (
     record_session,
     server_tls,
 )
-from runtime.campaign import AgentFactory, run_one
-from runtime.spec import find_task
+from runtime.core.spec import find_task
+from runtime.session.campaign import AgentFactory, run_one
 from tests.adapters.harness import ProviderHarness, discover, oracle_conversation
 
 REPLAY_KEY = "replay-key-not-a-secret"

@@ -25,10 +25,10 @@ from sqlmodel import Session
 from app.auth import create_user
 from app.settings import Settings
 from app.web import create_app
-from runtime.audio import resample
-from runtime.events import read_events
-from runtime.simulator import select_realization
-from runtime.spec import find_task
+from runtime.core.audio import resample
+from runtime.core.events import read_events
+from runtime.core.spec import find_task
+from runtime.user.simulator import select_realization
 from tests.browser.test_browser import PASSWORD, check_end_state, run_scenario, skip_reason
 from tests.conftest import run_script
 

@@ -24,7 +24,7 @@ from app.auth import create_user
 from app.settings import Settings
 from app.web import create_app
 from bench.bench_webapp import TRACE_S, synthetic_run
-from runtime.events import (
+from runtime.core.events import (
     AgentTranscript,
     CueShow,
     EventLog,

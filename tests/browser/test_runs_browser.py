@@ -18,7 +18,7 @@ from sqlmodel import Session
 from app.auth import create_user
 from app.settings import Settings
 from app.web import create_app
-from runtime.campaign import run_campaign
+from runtime.session.campaign import run_campaign
 from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, skip_reason
 from tests.conftest import bundled_tasks, run_script
 

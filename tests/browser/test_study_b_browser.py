@@ -33,11 +33,11 @@ from app.models_study_b import LiveSession, Participant, StudyB
 from app.settings import Settings
 from app.web import create_app
 from grading.gates import grade_run_dir
-from runtime.audio import SAMPLE_RATE, resample
-from runtime.bank import BankPlayer
-from runtime.events import read_events
-from runtime.simulator import select_realization
-from runtime.spec import TaskSpec, find_task
+from runtime.core.audio import SAMPLE_RATE, resample
+from runtime.core.events import read_events
+from runtime.core.spec import TaskSpec, find_task
+from runtime.speechbank.bank import BankPlayer
+from runtime.user.simulator import select_realization
 from study_protocols.study_b import make_plan
 from tests.browser.test_browser import run_scenario, skip_reason
 from tests.conftest import run_script

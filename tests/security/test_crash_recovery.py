@@ -26,9 +26,9 @@ from app.runindex import outcome_of
 from app.settings import Settings
 from app.web import create_app
 from grading.gates import grade_run_dir
-from runtime.campaign import find_run_dirs
-from runtime.events import read_events
-from runtime.spec import find_task
+from runtime.core.events import read_events
+from runtime.core.rundir import find_run_dirs
+from runtime.core.spec import find_task
 from tests.conftest import run_script
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
@@ -43,9 +43,9 @@ from app.demo import DemoManager
 from app.live import BankRobot, CallPlan, DbCallStore, LiveCallManager
 from app.settings import Settings
 from app.web import create_app
-from runtime.campaign import parse_agent_spec
-from runtime.live_user import LiveParticipant
-from runtime.spec import find_task
+from runtime.session.campaign import parse_agent_spec
+from runtime.user.live_user import LiveParticipant
+from runtime.core.spec import find_task
 
 data, key, rel = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 app = create_app(Settings(data_dir=data, secret_key="crash-test"))
@@ -151,7 +151,7 @@ def test_kill_9_during_a_demo_a_live_call_and_a_campaign(tmp_path: Path) -> None
             time.sleep(0.2)
         # A recovery pass while the writers are alive (a second server starting, say) must
         # leave their runs alone.
-        from runtime.recovery import recover_runs
+        from runtime.core.rundir import recover_runs
 
         assert recover_runs(runs) == []
         for d in cut.values():

@@ -1,7 +1,7 @@
 """CSV exports (issue #15, item 9), attacked the way a spreadsheet is: an annotator's comment or
 a participant label written as a formula must reach the researcher's spreadsheet as text, never
 as a formula (``=HYPERLINK(…)`` sends data away when clicked; DDE payloads run programs). Every
-export goes through one helper (``runtime.csv_safe``): a cell starting with ``=``, ``+``,
+export goes through one helper (``runtime.core.csv_safe``): a cell starting with ``=``, ``+``,
 ``-``, ``@``, a tab or a carriage return gets a leading ``'``; numbers stay numbers; what an
 export quoted reads back as it was."""
 
@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session
 
 from app.models_study_b import StudyB
-from runtime.csv_safe import TRIGGERS, safe_cell, unquote_cell
+from runtime.core.csv_safe import TRIGGERS, safe_cell, unquote_cell
 from study_protocols.study_b import StudyBPlan
 from tests.security.requests_world import annotator_row, launched_study_b, make_world
 from tests.webclient import log_in

@@ -24,8 +24,8 @@ from app.live import BankRobot, DbCallStore, LiveCallManager
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.settings import Settings
 from app.web import create_app
-from runtime.live_user import LiveParticipant
-from runtime.spec import TaskSpec
+from runtime.core.spec import TaskSpec
+from runtime.user.live_user import LiveParticipant
 from study_protocols.study_b import PlannedSession, StudyBPlan
 from tests.webclient import PASSWORD, log_in
 

@@ -47,7 +47,7 @@ from runtime.agents.errors import (
     strict_protocol,
 )
 from runtime.agents.providers._transport import LockstepSync, WebsocketTransport, check_ws_url
-from runtime.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, StreamResampler
+from runtime.core.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, StreamResampler
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ class TruncationPoint:
 
 
 class PlayoutMirror:
-    """Follows :class:`~runtime.orchestrator.Orchestrator` playout of the agent channel.
+    """Follows :class:`~runtime.session.orchestrator.Orchestrator` playout of the agent channel.
 
     The orchestrator, once per 40 ms iteration: polls the adapter; starts a playout *turn* on
     the first audio delta while silent; on ``Interrupted`` drops the unplayed buffer (if any);

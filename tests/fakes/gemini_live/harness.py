@@ -33,7 +33,7 @@ import numpy as np
 
 from runtime.agents.base import AgentAdapter
 from runtime.agents.providers.gemini_live import GeminiLiveAdapter, make_adapter
-from runtime.audio import Pcm
+from runtime.core.audio import Pcm
 from tests.adapters.harness import ErrorKind, Scenario
 from tests.fakes.gemini_live.server import (
     BAD_KEY,

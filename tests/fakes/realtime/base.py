@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from runtime.agents.scripted import EnergyVAD, ScriptTool, ScriptTurn
-from runtime.audio import FRAME_MS, Pcm
+from runtime.core.audio import FRAME_MS, Pcm
 from tests.adapters.harness import Scenario
 
 API_KEY = "test-key"

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from runtime.agents.base import AgentAdapter
-from runtime.audio import Pcm
+from runtime.core.audio import Pcm
 from tests.adapters.harness import ProviderHarness, Scenario
 from tests.fakes.realtime.base import API_KEY, FakeRealtimeServer, pcm_b64
 from tests.fakes.realtime.gpt_live import GptLiveFake

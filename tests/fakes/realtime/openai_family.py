@@ -62,7 +62,7 @@ from typing import Any, ClassVar
 from pydantic import TypeAdapter, ValidationError
 
 from runtime.agents.scripted import ScriptTool
-from runtime.audio import FRAME_MS
+from runtime.core.audio import FRAME_MS
 from tests.fakes.realtime.base import (
     Action,
     FakeRealtimeServer,

@@ -84,7 +84,7 @@ from runtime.agents.providers.gemini_live.events import (
     parse_server_message,
 )
 from runtime.agents.scripted import EnergyVAD
-from runtime.audio import SAMPLE_RATE, Pcm, StreamResampler
+from runtime.core.audio import SAMPLE_RATE, Pcm, StreamResampler
 
 log = logging.getLogger(__name__)
 

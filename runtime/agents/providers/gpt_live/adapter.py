@@ -91,7 +91,7 @@ from runtime.agents.providers.gpt_live.events import (
     nested,
 )
 from runtime.agents.scripted import EnergyVAD
-from runtime.audio import SAMPLE_RATE, Pcm, rms
+from runtime.core.audio import SAMPLE_RATE, Pcm, rms
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from runtime.agents.providers.grok.events import (
     SessionUpdate,
     grok_voice,
 )
-from runtime.audio import SAMPLE_RATE
+from runtime.core.audio import SAMPLE_RATE
 
 KIND = "grok"
 DEFAULT_MODEL = "grok-voice-think-fast-2.0"

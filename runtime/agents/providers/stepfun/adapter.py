@@ -35,7 +35,7 @@ from runtime.agents.providers.stepfun.events import (
     StepFunSession,
 )
 from runtime.agents.scripted import EnergyVAD
-from runtime.audio import Pcm
+from runtime.core.audio import Pcm
 
 KIND = "stepfun"
 DEFAULT_MODEL = "stepaudio-3-realtime-preview"

@@ -1,0 +1,3 @@
+"""Who speaks on the user channel: the frozen simulator, a live participant, the robot participant,
+authorization from speech.
+"""

@@ -1,0 +1,752 @@
+"""The frozen user simulator (paper §3.3, appendix B.1–B.2).
+
+:class:`RevealPolicy` reads observed agent acts, artifact lifecycle changes, approval requests
+and world events and emits the next semantic :class:`~runtime.core.spec.UserPlan` (intent and
+allowed
+facts, no wording). :func:`select_realization` maps (task id, seed, plan id) to one frozen
+realization, whose audio the :class:`FrozenSimulator` streams on the user channel in 40 ms frames.
+There is no user LLM or TTS at run time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from runtime.core.audio import (
+    FRAME_MS,
+    FRAME_SAMPLES,
+    SAMPLE_RATE,
+    SILENT_FRAME,
+    Pcm,
+    frames_before,
+    silence,
+    silent_block,
+)
+from runtime.core.events import DuplexFire, Event, UserPlanEvent, UserSpeechEnd, UserSpeechStart
+from runtime.core.spec import (
+    AuthorizationRule,
+    DuplexEvent,
+    FieldSpec,
+    Lifecycle,
+    Realization,
+    TaskSpec,
+    TriggerAct,
+    TriggerApproval,
+    TriggerApprovalWait,
+    TriggerAsk,
+    TriggerFallback,
+    TriggerLifecycle,
+    TriggerOffer,
+    TriggerOpening,
+    TriggerProposal,
+    TriggerReadbackMismatch,
+    TriggerStalled,
+    TriggerWorld,
+    UserPlan,
+)
+from runtime.core.values import (
+    canonical_text,
+    numbers_in_text,
+    split_items,
+    unit_numbers,
+    value_in_text,
+)
+from runtime.session.observer import Act, SemanticActObserver
+from runtime.speechbank.bank import BankPlayer
+
+
+def select_realization(task_id: str, seed: int, plan: UserPlan, occurrence: int = 0) -> Realization:
+    """Deterministic selection: the same (task, seed, plan) always starts from the same
+    realization, and the ``occurrence``-th time the plan is spoken in a run takes the next
+    one, so a repeated question never gets the identical words twice in a row."""
+    if not plan.realizations:
+        raise ValueError(f"{task_id}: plan '{plan.id}' has no realizations")
+    digest = hashlib.sha256(f"{task_id}|{seed}|{plan.id}".encode()).digest()
+    start = int.from_bytes(digest[:8], "big")
+    return plan.realizations[(start + occurrence) % len(plan.realizations)]
+
+
+MAX_PLANS_PER_TURN = 3
+"""The most utterances the caller queues in answer to one agent turn (a multi-ask)."""
+MAX_STALLED = 2
+"""After a fallback, how many times the caller restates what it needs before it waits."""
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A plan the caller will speak, and why (logged as the ``user.plan`` trigger)."""
+
+    plan: UserPlan
+    trigger: str
+
+
+_NEGATIONS = frozenset({
+    "no", "not", "without", "none", "never", "nor", "cancel", "cancelled", "canceled",
+    "withdrawn", "withdraw", "dropped", "skip", "skipping",
+})
+
+
+def _yes_no_stated(spec: FieldSpec, value: Any, text: str
+                   ) -> Literal["match", "mismatch", "absent"]:
+    """A yes/no choice is restated by naming the field, affirmed or negated ("with a
+    preservation letter" says yes, "no letter then" and "isolation not verified" say no):
+    a negation within four words before the field's name or three after it."""
+    if {o.casefold() for o in spec.options} != {"yes", "no"} or str(value).casefold() not in (
+            "yes", "no"):
+        return "absent"
+    words = re.findall(r"[a-z0-9']+", text.casefold())
+    for name in sorted({spec.label, *spec.synonyms}, key=len, reverse=True):
+        want = re.findall(r"[a-z0-9']+", name.casefold())
+        for i in range(len(words) - len(want) + 1):
+            if words[i:i + len(want)] != want:
+                continue
+            near = words[max(0, i - 4):i] + words[i + len(want):i + len(want) + 3]
+            said = "no" if any(w in _NEGATIONS or w.endswith("n't") for w in near) else "yes"
+            return "match" if said == str(value).casefold() else "mismatch"
+    return "absent"
+
+
+_PERSON_WORDS = frozenset({
+    "name", "manager", "colleague", "physician", "clinician", "doctor", "sponsor",
+    "beneficiary", "technician", "owner", "lead", "contact", "person", "attendees",
+    "supervisor", "covering", "approver", "witness", "witnesses", "provider", "pcp",
+})
+_NOT_PERSON = frozenset({"company", "account", "organization", "practice", "employer",
+                         "firm", "product", "app", "file", "plan", "email", "phone", "number"})
+_PLACE_WORDS = frozenset({"building", "location", "site", "address", "city", "room", "venue",
+                          "where", "office", "branch"})
+
+
+def _answer_kinds(text: str) -> set[str]:
+    """The kinds of answer a question wants, by its question words: "when" or "what/which
+    day" a date (a "when" alone never binds a time field: "When is good?" names no time),
+    "what time" or "morning or afternoon" a time only, "how many/much" a number, "who" a
+    person, "where" a place."""
+    t = " ".join(re.findall(r"[a-z]+", text.casefold()))
+    kinds: set[str] = set()
+    if re.search(r"\b(what|which) (date|day|days|dates)\b", t) or re.search(r"\bwhen\b", t):
+        kinds.add("date")
+    if re.search(r"\bwhat time\b|\bmorning or afternoon\b|\bwhat hour\b", t):
+        kinds = {"time"}
+    if re.search(r"\bhow (many|much)\b", t):
+        kinds.add("number")
+    if re.search(r"\b(who|whom|whose)\b", t):
+        kinds.add("person")
+    if re.search(r"\bwhere\b", t) and not re.search(
+            r"\bwhere (can|could|should) (we|i)\b|\bwhere\b.*\bfrom\b", t):
+        kinds.add("place")  # not "Where are you calling from?" nor "Where can we reach you?"
+    return kinds
+
+
+def _field_kinds(spec: FieldSpec) -> set[str]:
+    """The kinds of answer a field takes (see :func:`_answer_kinds`)."""
+    words = set(re.findall(r"[a-z]+", f"{spec.name} {spec.label}".casefold().replace("_", " ")))
+    kinds: set[str] = set()
+    if spec.type == "date" or spec.grader == "normalized_date":
+        kinds.add("date")
+    if "time" in words and spec.type != "date":
+        kinds.add("time")
+    if spec.grader == "numeric_tolerance":
+        kinds.add("number")
+    if words & _PERSON_WORDS and not words & _NOT_PERSON and spec.grader not in (
+            "numeric_tolerance", "normalized_date", "normalized_phone"):
+        kinds.add("person")
+    if words & _PLACE_WORDS:
+        kinds.add("place")
+    return kinds
+
+
+class RevealPolicy:
+    """Chooses the caller's next plans from what has been observed. Pure bookkeeping, no
+    audio. Both the frozen simulator and a live participant's cue mode run it.
+
+    What the caller does with an agent turn, in order (docs/grading.md, "The simulated
+    caller"): a due world event first; otherwise it checks every value the agent restated
+    against its current facts and corrects what is wrong; answers an approval request for a
+    gated action (granting only when the rule's conditions hold, otherwise saying what it is
+    waiting for); answers every field asked (a multi-ask gets one answer per field, a
+    negotiated value is accepted or countered against the persona's limits); replies to
+    offers of other actions; then lifecycle, act, fallback and restatement plans.
+    """
+
+    def __init__(self, task: TaskSpec) -> None:
+        self.task = task
+        self.spoken: list[str] = []
+        self.lifecycles: dict[str, Lifecycle] = {a.id: Lifecycle.DRAFT for a in task.artifacts}
+        self.world_events: set[str] = set()
+        self._observer = SemanticActObserver.for_task(task)
+        self._order = {id(p): i for i, p in enumerate(task.plans)}
+        """Each plan's place in the task (a tie on priority goes to the earlier one)."""
+        self._clock = 0
+        self._edited: dict[str, int] = {}
+        """Per artifact, the logical time of its last material edit."""
+        self._stated: dict[str, int] = {}
+        """Per artifact, the logical time the agent last said what it holds."""
+        self._idle_answers = 0
+        """Consecutive fallback / stalled answers (nothing the caller could act on)."""
+        self._verified = False
+        """The agent's last restatement was checked and right: a bare "Is that right?"
+        after it can be confirmed."""
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def occurrences(self, plan_id: str) -> int:
+        return self.spoken.count(plan_id)
+
+    def on_artifact(self, artifact_id: str, state: Lifecycle, changed: Sequence[str] = ()) -> None:
+        """An artifact snapshot: its lifecycle, and which field values changed."""
+        self.lifecycles[artifact_id] = state
+        if changed:
+            self._clock += 1
+            self._edited[artifact_id] = self._clock
+
+    def _eligible(self, plan: UserPlan) -> bool:
+        if plan.once and plan.id in self.spoken:
+            return False
+        return all(r in self.spoken for r in plan.requires)
+
+    def _best(self, plans: Iterable[UserPlan]) -> UserPlan | None:
+        eligible = [p for p in plans if self._eligible(p)]
+        if not eligible:
+            return None
+        return max(eligible, key=lambda p: (p.priority, -self._place(p)))
+
+    def _place(self, plan: UserPlan) -> int:
+        """The plan's place in the task (a live participant's plans may be copies: found by
+        equality then)."""
+        place = self._order.get(id(plan))
+        return place if place is not None else self.task.plans.index(plan)
+
+    def _where(self, cls: type[Any], **match: Any) -> UserPlan | None:
+        return self._best(
+            p for p in self.task.plans
+            if isinstance(p.when, cls) and all(getattr(p.when, k) == v for k, v in match.items())
+        )
+
+    def opening(self) -> UserPlan | None:
+        return self._where(TriggerOpening)
+
+    # ------------------------------------------------------------------ facts
+
+    def _spec(self, field: str) -> FieldSpec | None:
+        return next((f for _a, f in self.task.graded_fields() if f.name == field), None)
+
+    def current_value(self, field: str) -> tuple[FieldSpec, Any, UserPlan] | None:
+        """What the caller now believes a field holds, and the plan that would correct a
+        wrong read-back of it; None when the caller cannot judge the field (a value from a
+        document, or no correction plan authored)."""
+        spec = self._spec(field)
+        fix = self._best(p for p in self.task.plans
+                         if isinstance(p.when, TriggerReadbackMismatch) and field in p.when.fields)
+        if spec is None or fix is None or spec.source.fact is None:
+            return None
+        carried = self.task.carried_version(fix, spec.source.fact)
+        return (spec, carried.value, fix) if carried is not None else None
+
+    def check_restatement(self, act: Act) -> Literal["match", "mismatch", "unknown"]:
+        """Whether a read-back or confirmation of ``act.field`` states the caller's current
+        value. A read-back that does not contain the value states another one."""
+        known = self.current_value(act.field) if act.field else None
+        if known is None:
+            return "unknown"
+        spec, value, _fix = known
+        text = act.text
+        persona = self.task.user.persona.name
+        if spec.grader == "set_f1" and any(canonical_text(v) == canonical_text(persona)
+                                           for v in split_items(value)):
+            # "So that's you and Victor Hale": to the caller, "you" is the caller's own name
+            text = re.sub(r"\byou(rself)?\b", persona, text, flags=re.IGNORECASE)
+        found = value_in_text(spec.grader, value, text, tolerance=spec.tolerance,
+                              options=spec.options, reference=self.task.reference_date,
+                              restatement=True)
+        if found == "absent" and spec.grader == "enum":
+            found = _yes_no_stated(spec, value, text)
+        if found == "match":
+            return "match"
+        if found == "mismatch" or (act.act == "read_back" and spec.grader != "enum"):
+            return "mismatch"
+        return "unknown"  # a choice said in other words ("the whole office") is not judged
+
+    # ------------------------------------------------------------------ approval
+
+    def approval_block(self, rule: AuthorizationRule) -> Literal["not_ready", "not_stated"] | None:
+        """Why the caller would not approve ``rule`` now, or None when it would."""
+        if "ready" in rule.requires and self.lifecycles.get(
+                rule.artifact, Lifecycle.DRAFT) is not Lifecycle.READY_FOR_REVIEW:
+            return "not_ready"
+        if "stated" in rule.requires and self._stated.get(rule.artifact, -1) <= self._edited.get(
+                rule.artifact, -1):
+            return "not_stated"
+        return None
+
+    def _note_statements(self, acts: Sequence[Act]) -> None:
+        """A turn that restates values of an artifact, summarizes, or names it in an
+        approval request has said what the artifact holds."""
+        for act in acts:
+            art: str | None = None
+            if act.act in ("read_back", "confirm", "summarize") and act.artifact:
+                art = act.artifact
+            elif act.act == "summarize" and len(self.task.artifacts) == 1:
+                art = self.task.artifacts[0].id
+            elif act.act == "request_approval" and act.artifact and any(
+                    self._observer.names_object(a.text, act.artifact) for a in acts):
+                art = act.artifact  # the request's turn names what it will carry out
+            if art is not None:
+                self._clock += 1
+                self._stated[art] = self._clock
+
+    # ------------------------------------------------------------------ the answer
+
+    def respond(self, acts: Sequence[Act]) -> list[Chosen]:
+        """The plans answering a finished agent turn, in the order to speak them."""
+        world = self._best(
+            p for p in self.task.plans
+            if isinstance(p.when, TriggerWorld) and p.when.event in self.world_events
+        )
+        if world is not None:
+            return self._done([Chosen(world, f"world_event:{world.when.event}")])  # type: ignore[union-attr]
+        self._note_statements(acts)
+        out: list[Chosen] = []
+        covered: set[str] = set()
+
+        def add(plan: UserPlan | None, trigger: str) -> bool:
+            if plan is None or any(c.plan.id == plan.id for c in out):
+                return plan is not None
+            out.append(Chosen(plan, trigger))
+            return True
+
+        verdicts = {i: self.check_restatement(a) for i, a in enumerate(acts)
+                    if a.act in ("read_back", "confirm") and a.field is not None}
+        # Fields each act's words name (lexicon or the caller's values), read once.
+        named = {i: [n for _a, n in self._observer.fields_in(a.text)] for i, a in enumerate(acts)}
+
+        def proposal(act: Act, name: str) -> UserPlan | None:
+            return self._proposal(act.model_copy(update={"field": name}))
+
+        # 1. Restated values: correct what is wrong.
+        confirmed = False
+        for i, verdict in verdicts.items():
+            field = acts[i].field
+            assert field is not None
+            known = self.current_value(field)
+            if verdict == "mismatch" and known is not None:
+                add(known[2], f"readback_mismatch:{field}")
+                covered.add(field)
+            elif verdict == "match":
+                confirmed = True
+                covered.add(field)
+        mismatched = bool(out)
+        if verdicts:
+            self._verified = confirmed and not mismatched
+        bare_confirm = any(a.act == "confirm" and a.field is None for a in acts)
+        if bare_confirm and self._verified and not mismatched:
+            confirmed = True  # "Is that right?" about a restatement the caller checked
+        asked = any(a.act == "confirm" for a in acts)  # a read-back statement needs no "yes"
+        proposes = any(proposal(a, n) is not None for i, a in enumerate(acts) for n in named[i])
+        if confirmed and asked and not mismatched and not proposes:
+            add(self._where(TriggerAct, act="confirm"), "act:confirm")
+        # 2. An approval request for a gated action.
+        for act in acts:
+            if act.act != "request_approval" or not act.action:
+                continue
+            rule = next((r for r in self.task.authorization if r.action == act.action), None)
+            if rule is None or self.lifecycles.get(rule.artifact, Lifecycle.DRAFT).rank >= (
+                    Lifecycle.SUBMITTED.rank):
+                continue
+            if mismatched:
+                break  # the correction comes first; the agent must ask again
+            block = self.approval_block(rule)
+            if block is None:
+                add(self._where(TriggerApproval, action=rule.action),
+                    f"approval_request:{rule.action}")
+            else:
+                add(self._where(TriggerApprovalWait, action=rule.action, reason=block),
+                    f"approval_wait:{rule.action}:{block}")
+            break
+        # 3. Questions: one answer per field asked; a negotiated value against the limits.
+        for i, act in enumerate(acts):
+            if act.field is None and act.act in ("inform", "offer", "ask"):
+                for name in named[i]:
+                    found = proposal(act, name)
+                    if found is not None and name not in covered:
+                        add(found, f"proposal:{name}")  # "The best I can do is 15%."
+                        covered.add(name)
+        for i, act in enumerate(acts):
+            if act.field is None or act.field in covered:
+                continue
+            found = self._proposal(act)
+            if found is not None:
+                add(found, f"proposal:{act.field}")
+                covered.add(act.field)
+                continue
+            if act.act == "ask" or (act.act == "confirm" and verdicts.get(i) == "unknown"):
+                plan = self._best(p for p in self.task.plans
+                                  if isinstance(p.when, TriggerAsk) and act.field in p.when.fields)
+                if add(plan, f"ask:{act.field}") and plan is not None:
+                    covered.update(plan.when.fields)  # type: ignore[union-attr]
+        # A question that names no field: the one the caller has not answered yet that the
+        # question's kind of answer or its choices fit ("When did this start?", "A laptop or a
+        # desktop?").
+        for act in acts:
+            if act.act == "ask" and act.field is None:
+                plan = self._answer_by_kind(act.text, covered | {
+                    f for c in out for f in getattr(c.plan.when, "fields", ())})
+                if plan is not None and isinstance(plan.when, TriggerAsk) and add(
+                        plan, f"ask_kind:{plan.when.fields[0]}"):
+                    covered.update(plan.when.fields)
+        # 4. Offers of something other than a gated action.
+        for act in acts:
+            if act.act == "offer":
+                reply = "accept" if self._observer.offers_task_step(act.text) else "decline"
+                add(self._where(TriggerOffer, reply=reply), f"offer:{reply}")
+                break
+        if out:
+            return self._done(out[:MAX_PLANS_PER_TURN])
+        # 5. Nothing specific: lifecycle, acts, then fallback and restatement.
+        plan = self._best(
+            p for p in self.task.plans
+            if isinstance(p.when, TriggerLifecycle)
+            and self.lifecycles.get(p.when.artifact, Lifecycle.DRAFT).rank >= p.when.state.rank
+        )
+        if plan is not None:
+            return self._done([Chosen(plan, "lifecycle")])
+        for act in acts:
+            if act.act == "confirm" and not confirmed:
+                continue  # never "yes, that's right" to a value the caller has not checked
+            plan = self._where(TriggerAct, act=act.act)
+            if plan is not None:
+                return self._done([Chosen(plan, f"act:{act.act}")])
+        if not acts:
+            return []
+        if self._idle_answers == 0:
+            plan = self._where(TriggerFallback)
+            if plan is not None:
+                return self._idle([Chosen(plan, "fallback")])
+        if self._idle_answers <= MAX_STALLED:
+            plan = self._where(TriggerStalled)
+            if plan is not None:
+                return self._idle([Chosen(plan, "stalled")])
+        return []
+
+    def _answer_by_kind(self, text: str, covered: set[str]) -> UserPlan | None:
+        """The answer to a question that names no field, when exactly one answer the caller
+        has not given yet fits it: by the choices it offers (two options of one enum field),
+        else by the kind of answer its question word wants (a date, a time, a number, a
+        person, a place). None when none fits, or several do (the caller asks back)."""
+        open_plans = {p.id: (p, set(p.when.fields)) for p in self.task.plans
+                      if isinstance(p.when, TriggerAsk) and p.id not in self.spoken
+                      and not set(p.when.fields) & covered}
+        specs = {f.name: f for a in self.task.artifacts for f in a.fields}
+        fields = [specs[f] for _p, names in open_plans.values() for f in names if f in specs]
+        chosen = {f.name for f in fields if f.grader == "enum" and sum(
+            value_in_text("enum", o, text, options=f.options) == "match" for o in f.options) >= 2}
+        if not chosen:
+            kinds = _answer_kinds(text)
+            chosen = {f.name for f in fields if kinds & _field_kinds(f)}
+        plans = [(p, names) for p, names in open_plans.values() if names & chosen]
+        if len({frozenset(names) for _p, names in plans}) != 1:
+            return None
+        return self._best(p for p, _names in plans)  # one answer, perhaps in versions
+
+    def _done(self, chosen: list[Chosen]) -> list[Chosen]:
+        self._idle_answers = 0
+        return chosen
+
+    def _idle(self, chosen: list[Chosen]) -> list[Chosen]:
+        self._idle_answers += 1
+        return chosen
+
+    def _proposal(self, act: Act) -> UserPlan | None:
+        """A plan for a value the agent proposes for a negotiated field, by its range."""
+        plans = [p for p in self.task.plans
+                 if isinstance(p.when, TriggerProposal) and p.when.field == act.field]
+        if not plans:
+            return None
+        spec = self._spec(act.field) if act.field else None
+        words = f"{act.field} {spec.label if spec else ''}".lower()
+        unit: Literal["percent", "money"] = "percent" if (
+            "pct" in words or "percent" in words or "discount" in words) else "money"
+        numbers = unit_numbers(act.text, unit) or numbers_in_text(act.text)
+        if not numbers:
+            return None
+        # "Three hundred is too much, but I can do one fifty": the last one is the offer.
+        offered = numbers[-1]
+        return self._best(
+            p for p in plans
+            if (p.when.min is None or offered >= p.when.min - 1e-9)  # type: ignore[union-attr]
+            and (p.when.max is None or offered <= p.when.max + 1e-9)  # type: ignore[union-attr]
+        )
+
+
+@dataclass
+class _Utterance:
+    plan: UserPlan
+    realization: Realization
+    audio: Pcm
+    pos: int = 0
+
+
+class DuplexSchedule:
+    """Authored duplex events on the media clock: an event is armed when the caller finishes
+    speaking its anchor plan and fires ``offset_ms`` later, whatever the agent does (paper
+    §3.3, B.3). Each event fires at most once per run."""
+
+    def __init__(self, task: TaskSpec) -> None:
+        self._task = task
+        self._armed: list[tuple[int, DuplexEvent]] = []
+        self._seen: set[str] = set()
+
+    def arm_after(self, plan_id: str, end_ms: int) -> None:
+        for event in self._task.duplex_events:
+            if event.anchor.after_plan == plan_id and event.id not in self._seen:
+                self._seen.add(event.id)
+                self._armed.append((end_ms + event.anchor.offset_ms, event))
+
+    def next_at(self) -> int | None:
+        """When the earliest armed event fires (None: nothing armed)."""
+        return min((at for at, _ in self._armed), default=None)
+
+    def due(self, t_ms: int) -> list[tuple[int, DuplexEvent]]:
+        """The events whose time has come, removed from the schedule."""
+        if not self._armed:
+            return []  # every frame asks; most of a run has nothing armed
+        due = [(at, ev) for at, ev in self._armed if t_ms >= at]
+        self._armed = [(at, ev) for at, ev in self._armed if t_ms < at]
+        return due
+
+
+@dataclass(frozen=True)
+class SpeechAuthorization:
+    """A grant or revocation decided from a live participant's speech (runtime/user/live_user.py).
+    The orchestrator applies it to the ledger right after logging the frame's events, whose
+    last one is the ``auth.decision`` it came from."""
+
+    decision: Literal["grant", "revoke"]
+    action: str
+    plan_id: str | None
+    evidence: str
+    """The transcript the decision rests on."""
+
+
+@dataclass
+class UserFrame:
+    pcm: Pcm
+    events: list[Event] = field(default_factory=list)
+    finished: UserPlan | None = None
+    """The plan whose utterance ended in this frame (its authorization takes effect)."""
+    authorization: SpeechAuthorization | None = None
+    """Live participants only: the authorization read from their speech (never from a plan)."""
+    ends_session: bool = False
+    """Live participants only: the utterance attributed to an ``ends_session`` plan ended."""
+    late: bool = False
+    """Live participants only: the microphone's audio for this frame has not arrived (an
+    underrun short of a stall). ``pcm`` is silence on the media clock and in the trace, but
+    it is not a pause: the agent is not sent it (the late audio follows in order, so a
+    provider's VAD hears no hole), and the participant's VAD and recognizer skip it."""
+
+
+class UserSource(Protocol):
+    """What the orchestrator needs from the user side: the frozen simulator or a live
+    participant in cue mode (runtime/user/live_user.py)."""
+
+    policy: RevealPolicy
+    agent_audible: bool
+    """Set by the orchestrator before each frame: agent audio is playing (a duplex event
+    logs whether it overlapped agent speech)."""
+
+    @property
+    def speaking(self) -> bool: ...
+
+    @property
+    def busy(self) -> bool:
+        """The user is speaking, about to speak, or their last utterance is still being
+        processed: the run must not end for quiet now."""
+        ...
+
+    @property
+    def authorization_pending(self) -> bool:
+        """An authorization decision on an utterance that has ended is still being computed
+        (live ASR): the orchestrator holds approval-gated tool calls until it is applied."""
+        ...
+
+    def next_frame(self, t_ms: int) -> UserFrame: ...
+
+    def on_agent_speech_start(self, t_ms: int) -> None: ...
+
+    def on_agent_turn_end(self, acts: list[Act], t_ms: int) -> None: ...
+
+    def on_lifecycle(self, artifact_id: str, state: Lifecycle,
+                     changed: Sequence[str] = ()) -> None: ...
+
+    def on_world_event(self, event_id: str) -> None: ...
+
+
+CHAIN_GAP_MS = 240
+"""Pause between two utterances the caller queued for one agent turn (a multi-ask's
+answers): shorter than an end-of-turn silence, so they read as one reply."""
+
+
+class FrozenSimulator:
+    """Streams frozen realizations on the user channel, reacting on the media clock."""
+
+    def __init__(self, task: TaskSpec, seed: int, bank: BankPlayer) -> None:
+        self.task = task
+        self.seed = seed
+        self.policy = RevealPolicy(task)
+        self.agent_audible = False
+        self._bank = bank
+        self._current: _Utterance | None = None
+        self._queue: list[tuple[int, UserPlan, str]] = []
+        self._duplex = DuplexSchedule(task)
+        self._deferred: list[Act] = []
+        """Acts of agent turns that ended while the caller was speaking: answered next."""
+        self._last_end = -CHAIN_GAP_MS
+        self._opened = False
+        self.agent_has_spoken = False
+
+    @property
+    def speaking(self) -> bool:
+        return self._current is not None
+
+    @property
+    def busy(self) -> bool:
+        return self._current is not None or bool(self._queue)
+
+    @property
+    def authorization_pending(self) -> bool:
+        """Never: a frozen plan's authorization is applied on the frame its utterance ends."""
+        return False
+
+    def schedule(self, plan: UserPlan, at_ms: int, trigger: str) -> None:
+        self._queue.append((at_ms, plan, trigger))
+        self._opened = True
+
+    # -------------------------------------------------------- notifications from the runtime
+
+    def on_agent_speech_start(self, t_ms: int) -> None:
+        del t_ms
+        self.agent_has_spoken = True
+
+    def on_agent_turn_end(self, acts: list[Act], t_ms: int) -> None:
+        if self.busy:
+            self._deferred.extend(acts)  # answered once the caller has finished
+            return
+        self._respond(acts, t_ms)
+
+    def _respond(self, acts: list[Act], t_ms: int) -> None:
+        if not self._opened:
+            plan = self.policy.opening()
+            if plan is not None:
+                self.schedule(plan, t_ms + self.task.limits.response_gap_ms, "opening")
+            return
+        for chosen in self.policy.respond(acts):
+            self.schedule(chosen.plan, t_ms + self.task.limits.response_gap_ms, chosen.trigger)
+
+    def on_lifecycle(self, artifact_id: str, state: Lifecycle,
+                     changed: Sequence[str] = ()) -> None:
+        self.policy.on_artifact(artifact_id, state, changed)
+
+    def on_world_event(self, event_id: str) -> None:
+        self.policy.world_events.add(event_id)
+
+    # -------------------------------------------------------------------------- frames
+
+    def next_frame(self, t_ms: int) -> UserFrame:
+        """The user's 40 ms frame starting at ``t_ms``, with the user events it caused."""
+        out = UserFrame(pcm=SILENT_FRAME)
+        if not self._opened and not self.agent_has_spoken:
+            opening = self.policy.opening()
+            if (
+                opening is not None and opening.when.on == "opening"
+                and t_ms >= opening.when.silence_ms
+            ):
+                self.schedule(opening, t_ms, "opening:silence")
+        for fire_at, event in self._duplex.due(t_ms):
+            plan = self.task.plan(event.plan)
+            if plan is not None:
+                out.events.append(DuplexFire(
+                    event_id=event.id, kind=event.kind, plan_id=plan.id, anchor_ms=fire_at,
+                    overlap=self.agent_audible,
+                ))
+                # A duplex event preempts anything queued: it is anchored to media time.
+                self._queue.insert(0, (t_ms, plan, f"duplex:{event.id}"))
+        if self._current is None and self._queue and self._queue[0][0] <= t_ms and (
+                t_ms >= self._last_end + CHAIN_GAP_MS or self._queue[0][2].startswith("duplex")):
+            _, plan, trigger = self._queue.pop(0)
+            self._start(plan, trigger, out)
+        if self._current is not None:
+            utt = self._current
+            chunk = utt.audio[utt.pos:utt.pos + FRAME_SAMPLES]
+            utt.pos += FRAME_SAMPLES
+            if len(chunk) < FRAME_SAMPLES:
+                chunk = np.concatenate([chunk, silence(FRAME_SAMPLES - len(chunk))])
+            out.pcm = chunk
+            if utt.pos >= len(utt.audio):
+                end_ms = t_ms + FRAME_MS
+                out.events.append(
+                    UserSpeechEnd(plan_id=utt.plan.id, realization_id=utt.realization.id)
+                )
+                out.finished = utt.plan
+                self._current = None
+                self._last_end = end_ms
+                self._duplex.arm_after(utt.plan.id, t_ms)  # from the logged user.speech.end
+                if not self._queue and self._deferred:
+                    deferred, self._deferred = self._deferred, []
+                    self._respond(deferred, end_ms)
+        return out
+
+    # ------------------------------------------------------------ steady stretches
+
+    def steady_audio(self, t_ms: int, limit: int) -> Pcm:
+        """The audio of the frames from ``t_ms`` (at most ``limit``) that :meth:`next_frame`
+        would stream without any event or change of state other than its place in the
+        current utterance: ``len // FRAME_SAMPLES`` frames (possibly none). Nothing changes
+        until :meth:`skip_frames`. Lets the virtual clock move through such a stretch in one
+        step (runtime/session/orchestrator.py); the frames are the same as one by one."""
+        n = limit
+        if not self._opened and not self.agent_has_spoken:
+            opening = self.policy.opening()
+            if opening is not None and opening.when.on == "opening":
+                n = min(n, frames_before(t_ms, opening.when.silence_ms))
+        armed = self._duplex.next_at()
+        if armed is not None:
+            n = min(n, frames_before(t_ms, armed))
+        utt = self._current
+        if utt is not None:
+            left = -(-(len(utt.audio) - utt.pos) // FRAME_SAMPLES)
+            n = min(n, left - 1)  # the last frame ends the utterance (an event)
+            if n <= 0:
+                return SILENT_FRAME[:0]
+            return utt.audio[utt.pos:utt.pos + n * FRAME_SAMPLES]
+        if self._queue:
+            at, _, trigger = self._queue[0]
+            if not trigger.startswith("duplex"):
+                at = max(at, self._last_end + CHAIN_GAP_MS)
+            n = min(n, frames_before(t_ms, at))
+        return silent_block(max(0, n))
+
+    def skip_frames(self, frames: int) -> None:
+        """Move past ``frames`` frames that :meth:`steady_audio` returned."""
+        if self._current is not None:
+            self._current.pos += frames * FRAME_SAMPLES
+
+    def _start(self, plan: UserPlan, trigger: str, out: UserFrame) -> None:
+        real = select_realization(self.task.id, self.seed, plan,
+                                  self.policy.occurrences(plan.id))
+        audio = self._bank.audio(real.id, real.audio)
+        self.policy.spoken.append(plan.id)
+        out.events.append(UserPlanEvent(
+            plan_id=plan.id, intent=plan.intent, trigger=trigger,
+            facts=[f"{f.fact}@{f.version}" for f in plan.facts],
+        ))
+        out.events.append(UserSpeechStart(
+            plan_id=plan.id, realization_id=real.id, text=real.text,
+            duration_ms=len(audio) * 1000 // SAMPLE_RATE,
+        ))
+        self._current = _Utterance(plan=plan, realization=real, audio=audio)
