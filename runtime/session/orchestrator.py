@@ -69,7 +69,7 @@ from runtime.core.rundir import RunDir, RunMeta
 from runtime.core.spec import Lifecycle, PredLifecycle, TaskSpec, WorldEvent, agent_instructions
 from runtime.session.observer import Act, SemanticActObserver
 from runtime.session.workbench import Workbench, tool_schemas
-from runtime.user.simulator import UserSource
+from runtime.user.simulator import UserFrame, UserSource
 
 FrameObserver = Callable[[Pcm, Pcm, int], None]
 """``on_frame(user_pcm, agent_pcm, t_media_ms)``: both channels of each 40 ms frame as written
@@ -195,6 +195,21 @@ class _Playout:
     played: int = 0
     response_done: bool = True
     acts: list[Act] = field(default_factory=list)
+
+
+@dataclass
+class _Tick:
+    """What the loop carries from one frame to the next."""
+
+    pending_world: dict[str, WorldEvent]
+    last_activity: int = 0
+    """Media time of the last speech, audio played or tool call (idle and grace timers)."""
+    terminal_at: int | None = None
+    hangup: bool = False
+    user_goodbye: bool = False
+    held: list[ToolCallRequest] = field(default_factory=list)
+    """Tool calls held while a live participant's authorization decision is computed."""
+    held_since: int = 0
 
 
 @dataclass
@@ -420,177 +435,229 @@ class Orchestrator:
         return heard
 
     async def _loop(self) -> tuple[EndReason, str]:
-        limits = self.task.limits
+        """The media clock's ticks until an end condition holds. Each tick, in order: world
+        events fire, the user source gives its frame (and any authorization it carries), the
+        agent's events are handled, one frame of agent audio plays out; then the agent's
+        turn may end and the end conditions are checked. A steady stretch (nothing but audio
+        can happen) moves many frames in one step instead."""
+        tick = _Tick(pending_world={w.id: w for w in self.task.world_events})
         play = self._play = _Playout()
-        last_activity = 0
-        terminal_at: int | None = None
-        hangup = False
-        user_goodbye = False
-        pending_world = {w.id: w for w in self.task.world_events}
-        # Tool calls held while a live participant's authorization decision is computed.
-        held: list[ToolCallRequest] = []
-        held_since = 0
         while True:
             t = self.clock.t_ms
             stretch = 0
-            if self._steady and not held and not self._terminal_stale:
-                stretch = await self._steady_stretch(t, play, pending_world, last_activity)
+            if self._steady and not tick.held and not self._terminal_stale:
+                stretch = await self._steady_stretch(t, play, tick.pending_world,
+                                                     tick.last_activity)
                 if stretch and (play.speaking or self.user.speaking):
-                    last_activity = t + (stretch - 1) * FRAME_MS
+                    tick.last_activity = t + (stretch - 1) * FRAME_MS
             if not stretch:
-                # Seeded world events.
-                for wid, world in list(pending_world.items()) if pending_world else ():
-                    due = (world.at_ms is not None and t >= world.at_ms) or (
-                        world.after_plan is not None and world.after_plan in self.user.policy.spoken
-                    )
-                    if due:
-                        del pending_world[wid]
-                        self._emit(WorldEventFired(event_id=wid, description=world.description))
-                        self.user.on_world_event(wid)
-                # User side (it learns whether agent audio is playing: a duplex event logs
-                # whether it overlapped agent speech).
-                self.user.agent_audible = play.speaking
-                frame = self.user.next_frame(t)
-                for user_event in frame.events:
-                    self._emit(user_event)
-                if frame.finished is not None:
-                    auth = frame.finished.authorization
-                    evidence = f"plan {frame.finished.id} spoken"
-                    if auth is not None and auth.grant:
-                        self.workbench.grant(auth.grant, plan_id=frame.finished.id,
-                                             evidence=evidence)
-                    if auth is not None and auth.revoke:
-                        self.workbench.revoke(auth.revoke, plan_id=frame.finished.id,
-                                              evidence=evidence)
-                    if frame.finished.ends_session:
-                        user_goodbye = True
-                if frame.authorization is not None:
-                    speech = frame.authorization
-                    if speech.decision == "grant":
-                        self.workbench.grant(speech.action, plan_id=speech.plan_id,
-                                             evidence=speech.evidence)
-                    else:
-                        self.workbench.revoke(speech.action, plan_id=speech.plan_id,
-                                              evidence=speech.evidence)
-                if frame.ends_session:
-                    user_goodbye = True
-                if held and (
-                    not self.user.authorization_pending or t - held_since >= AUTH_HOLD_MS
-                ):
-                    self._emit(AuthHold(
-                        call_ids=[r.call_id for r in held], tools=[r.name for r in held],
-                        waited_ms=t - held_since,
-                        outcome="expired" if self.user.authorization_pending else "decided",
-                    ))
-                    for req in held:
-                        await self._run_tool(req)
-                    held = []
-                    last_activity = t
-                if self.user.speaking:
-                    last_activity = t
-                if not frame.late:  # late microphone audio is sent when it arrives
-                    await self.agent.send_audio(frame.pcm, t)
-                # Agent side.
-                for ev in await self.agent.poll(t):
-                    if isinstance(ev, AudioDelta):
-                        if not play.speaking:
-                            play.turn += 1
-                            play.speaking, play.played = True, 0
-                            play.response_done = False
-                            self._emit(AgentSpeechStart(turn=play.turn))
-                            self.user.on_agent_speech_start(t)
-                        play.buffer = np.concatenate([play.buffer, ev.pcm])
-                    elif isinstance(ev, TranscriptDone):
-                        turn = play.turn + (0 if play.speaking else 1)
-                        self._emit(AgentTranscript(turn=turn, text=ev.text))
-                        for act in self.observer.observe(ev.text):
-                            play.acts.append(act)
-                            self._emit(AgentAct(
-                                turn=turn, act=act.act, field=act.field, artifact=act.artifact,
-                                action=act.action, text=act.text,
-                            ))
-                    elif isinstance(ev, ToolCallRequest):
-                        if held or (
-                            ev.name in self._gated_tools and self.user.authorization_pending
-                        ):
-                            # A live decision on the participant's last utterance is not in
-                            # yet: the gated call (and every call after it, in order) waits
-                            # for it, so ASR latency never blocks a commit the participant
-                            # approved. The frozen simulator never has a decision pending.
-                            if not held:
-                                held_since = t
-                            held.append(ev)
-                            continue
-                        await self._run_tool(ev)
-                        last_activity = t
-                    elif isinstance(ev, Interrupted):
-                        if play.speaking and len(play.buffer):
-                            heard = play.played * 1000 // SAMPLE_RATE
-                            dropped = len(play.buffer) * 1000 // SAMPLE_RATE
-                            self._emit(AgentTruncated(
-                                turn=play.turn, heard_ms=heard, dropped_ms=dropped,
-                                reason=ev.reason,
-                            ))
-                            await self.agent.truncated(heard)
-                            play.buffer = play.buffer[:0]
-                            self._emit(AgentSpeechEnd(turn=play.turn, played_ms=heard))
-                            if play.response_done and dropped <= HEARD_TAIL_MS and play.acts:
-                                # Cut in its last moments: the turn was heard (the simulator and
-                                # the live participant answer it once they finish speaking).
-                                self.user.on_agent_turn_end(play.acts, t)
-                            play.speaking, play.acts = False, []
-                    elif isinstance(ev, ResponseDone):
-                        play.response_done = True
-                    elif isinstance(ev, Hangup):
-                        hangup = True
-                        self._emit(AgentHangup())
-                    elif isinstance(ev, ProtocolUnknown):
-                        self._emit(AgentProtocolUnknown(event_type=ev.event_type,
-                                                        message=ev.message[:300]))
-                    elif isinstance(ev, AgentErrorSignal):
-                        self._emit(AgentErrorEvent(category=ev.category, message=ev.message))
-                        if ev.fatal:
-                            return "agent_error", ev.message
-                # Play agent audio out on the media clock.
-                agent_frame = SILENT_FRAME
-                if play.speaking and len(play.buffer):
-                    chunk = play.buffer[:FRAME_SAMPLES]
-                    play.buffer = play.buffer[FRAME_SAMPLES:]
-                    play.played += len(chunk)
-                    agent_frame = chunk if len(chunk) == FRAME_SAMPLES else np.concatenate(
-                        [chunk, silence(FRAME_SAMPLES - len(chunk))]
-                    )
-                    last_activity = t
-                self.trace.write(frame.pcm, agent_frame)
-                if self._on_frame is not None:
-                    self._on_frame(frame.pcm, agent_frame, t)
-                await self.clock.tick()
+                self._fire_world_events(t, tick)
+                frame = await self._user_frame(t, tick)
+                fatal = await self._agent_events(t, tick)
+                if fatal is not None:
+                    return fatal
+                await self._play_out(t, frame, tick)
             t = self.clock.t_ms
-            if play.speaking and not len(play.buffer) and play.response_done:
-                play.speaking = False
-                self._emit(AgentSpeechEnd(
-                    turn=play.turn, played_ms=play.played * 1000 // SAMPLE_RATE,
-                ))
-                self.user.on_agent_turn_end(play.acts, t)
-                play.acts = []
-            # End conditions.
-            quiet = not play.speaking and not self.user.speaking
-            if self._terminal_stale:
-                self._terminal_now, self._terminal_stale = self._terminal_reached(), False
-            if self._terminal_now:
-                terminal_at = t if terminal_at is None else terminal_at
-            else:
-                terminal_at = None  # left the terminal state (an edit sent it back to draft)
-            if hangup and quiet:
-                return "agent_hangup", ""
-            if user_goodbye and quiet and t - last_activity >= limits.end_grace_ms:
-                return "user_goodbye", ""
-            if (
-                terminal_at is not None and quiet and not self.user.busy
-                and t - max(last_activity, terminal_at) >= limits.end_grace_ms
-            ):
-                return "terminal_state", ""
-            if t >= limits.max_duration_ms:
-                return "timeout", f"no terminal state after {limits.max_duration_ms} ms"
-            if quiet and not self.user.busy and t - last_activity >= limits.idle_timeout_ms:
-                return "idle_timeout", f"nobody spoke for {limits.idle_timeout_ms} ms"
+            self._end_agent_turn(t)
+            ended = self._end_condition(t, tick)
+            if ended is not None:
+                return ended
+
+    def _fire_world_events(self, t: int, tick: _Tick) -> None:
+        """Seeded world events that are due (by media time or after a spoken plan)."""
+        for wid, world in list(tick.pending_world.items()) if tick.pending_world else ():
+            due = (world.at_ms is not None and t >= world.at_ms) or (
+                world.after_plan is not None and world.after_plan in self.user.policy.spoken
+            )
+            if due:
+                del tick.pending_world[wid]
+                self._emit(WorldEventFired(event_id=wid, description=world.description))
+                self.user.on_world_event(wid)
+
+    async def _user_frame(self, t: int, tick: _Tick) -> UserFrame:
+        """The user source's frame: its events logged, its authorization applied, held tool
+        calls released once a live decision is in, and its audio sent to the agent."""
+        # The user learns whether agent audio is playing: a duplex event logs whether it
+        # overlapped agent speech.
+        self.user.agent_audible = self._playout.speaking
+        frame = self.user.next_frame(t)
+        for user_event in frame.events:
+            self._emit(user_event)
+        self._authorize(frame)
+        if (frame.finished is not None and frame.finished.ends_session) or frame.ends_session:
+            tick.user_goodbye = True
+        if tick.held and (
+            not self.user.authorization_pending or t - tick.held_since >= AUTH_HOLD_MS
+        ):
+            self._emit(AuthHold(
+                call_ids=[r.call_id for r in tick.held], tools=[r.name for r in tick.held],
+                waited_ms=t - tick.held_since,
+                outcome="expired" if self.user.authorization_pending else "decided",
+            ))
+            for req in tick.held:
+                await self._run_tool(req)
+            tick.held = []
+            tick.last_activity = t
+        if self.user.speaking:
+            tick.last_activity = t
+        if not frame.late:  # late microphone audio is sent when it arrives
+            await self.agent.send_audio(frame.pcm, t)
+        return frame
+
+    def _authorize(self, frame: UserFrame) -> None:
+        """The frame's one authorization effect on the Workbench: the authored grant or
+        revocation of a plan whose utterance ended (frozen simulator), or the decision read
+        from a live participant's speech."""
+        plan = frame.finished
+        auth = plan.authorization if plan is not None else None
+        if plan is not None and auth is not None:
+            evidence = f"plan {plan.id} spoken"
+            if auth.grant:
+                self.workbench.grant(auth.grant, plan_id=plan.id, evidence=evidence)
+            if auth.revoke:
+                self.workbench.revoke(auth.revoke, plan_id=plan.id, evidence=evidence)
+        speech = frame.authorization
+        if speech is not None:
+            change = self.workbench.grant if speech.decision == "grant" else self.workbench.revoke
+            change(speech.action, plan_id=speech.plan_id, evidence=speech.evidence)
+
+    async def _agent_events(self, t: int, tick: _Tick) -> tuple[EndReason, str] | None:
+        """Every event the agent produced this frame, in order; an end reason when one was
+        a fatal error."""
+        play = self._playout
+        for ev in await self.agent.poll(t):
+            if isinstance(ev, AudioDelta):
+                self._agent_audio(t, ev)
+            elif isinstance(ev, TranscriptDone):
+                self._agent_transcript(ev)
+            elif isinstance(ev, ToolCallRequest):
+                await self._agent_tool_call(t, ev, tick)
+            elif isinstance(ev, Interrupted):
+                await self._agent_interrupted(t, ev)
+            elif isinstance(ev, ResponseDone):
+                play.response_done = True
+            elif isinstance(ev, Hangup):
+                tick.hangup = True
+                self._emit(AgentHangup())
+            elif isinstance(ev, ProtocolUnknown):
+                self._emit(AgentProtocolUnknown(event_type=ev.event_type,
+                                                message=ev.message[:300]))
+            elif isinstance(ev, AgentErrorSignal):
+                self._emit(AgentErrorEvent(category=ev.category, message=ev.message))
+                if ev.fatal:
+                    return "agent_error", ev.message
+        return None
+
+    def _agent_audio(self, t: int, ev: AudioDelta) -> None:
+        """Agent audio joins the playout buffer; the first of a turn starts the turn."""
+        play = self._playout
+        if not play.speaking:
+            play.turn += 1
+            play.speaking, play.played = True, 0
+            play.response_done = False
+            self._emit(AgentSpeechStart(turn=play.turn))
+            self.user.on_agent_speech_start(t)
+        play.buffer = np.concatenate([play.buffer, ev.pcm])
+
+    def _agent_transcript(self, ev: TranscriptDone) -> None:
+        """The agent's words for its turn, and the acts the observer reads in them."""
+        play = self._playout
+        turn = play.turn + (0 if play.speaking else 1)
+        self._emit(AgentTranscript(turn=turn, text=ev.text))
+        for act in self.observer.observe(ev.text):
+            play.acts.append(act)
+            self._emit(AgentAct(
+                turn=turn, act=act.act, field=act.field, artifact=act.artifact,
+                action=act.action, text=act.text,
+            ))
+
+    async def _agent_tool_call(self, t: int, ev: ToolCallRequest, tick: _Tick) -> None:
+        """Run a tool call now, or hold it while a live authorization decision is pending."""
+        if tick.held or (ev.name in self._gated_tools and self.user.authorization_pending):
+            # A live decision on the participant's last utterance is not in yet: the gated
+            # call (and every call after it, in order) waits for it, so ASR latency never
+            # blocks a commit the participant approved. The frozen simulator never has a
+            # decision pending.
+            if not tick.held:
+                tick.held_since = t
+            tick.held.append(ev)
+            return
+        await self._run_tool(ev)
+        tick.last_activity = t
+
+    async def _agent_interrupted(self, t: int, ev: Interrupted) -> None:
+        """The agent stopped its turn (barge-in): the unplayed audio is dropped and logged."""
+        play = self._playout
+        if not (play.speaking and len(play.buffer)):
+            return
+        heard = play.played * 1000 // SAMPLE_RATE
+        dropped = len(play.buffer) * 1000 // SAMPLE_RATE
+        self._emit(AgentTruncated(turn=play.turn, heard_ms=heard, dropped_ms=dropped,
+                                  reason=ev.reason))
+        await self.agent.truncated(heard)
+        play.buffer = play.buffer[:0]
+        self._emit(AgentSpeechEnd(turn=play.turn, played_ms=heard))
+        if play.response_done and dropped <= HEARD_TAIL_MS and play.acts:
+            # Cut in its last moments: the turn was heard (the simulator and the live
+            # participant answer it once they finish speaking).
+            self.user.on_agent_turn_end(play.acts, t)
+        play.speaking, play.acts = False, []
+
+    async def _play_out(self, t: int, frame: UserFrame, tick: _Tick) -> None:
+        """One frame of agent audio played on the media clock, both channels into the trace,
+        and the clock moved on."""
+        play = self._playout
+        agent_frame = SILENT_FRAME
+        if play.speaking and len(play.buffer):
+            chunk = play.buffer[:FRAME_SAMPLES]
+            play.buffer = play.buffer[FRAME_SAMPLES:]
+            play.played += len(chunk)
+            agent_frame = chunk if len(chunk) == FRAME_SAMPLES else np.concatenate(
+                [chunk, silence(FRAME_SAMPLES - len(chunk))]
+            )
+            tick.last_activity = t
+        self.trace.write(frame.pcm, agent_frame)
+        if self._on_frame is not None:
+            self._on_frame(frame.pcm, agent_frame, t)
+        await self.clock.tick()
+
+    def _end_agent_turn(self, t: int) -> None:
+        """The agent's turn ends once its response is done and all of it has played."""
+        play = self._playout
+        if play.speaking and not len(play.buffer) and play.response_done:
+            play.speaking = False
+            self._emit(AgentSpeechEnd(
+                turn=play.turn, played_ms=play.played * 1000 // SAMPLE_RATE,
+            ))
+            self.user.on_agent_turn_end(play.acts, t)
+            play.acts = []
+
+    def _end_condition(self, t: int, tick: _Tick) -> tuple[EndReason, str] | None:
+        """Why the run ends now, if it does (B.4's end conditions, in order)."""
+        limits = self.task.limits
+        quiet = not self._playout.speaking and not self.user.speaking
+        if self._terminal_stale:
+            self._terminal_now, self._terminal_stale = self._terminal_reached(), False
+        if self._terminal_now:
+            tick.terminal_at = t if tick.terminal_at is None else tick.terminal_at
+        else:
+            tick.terminal_at = None  # left the terminal state (an edit sent it back to draft)
+        if tick.hangup and quiet:
+            return "agent_hangup", ""
+        if tick.user_goodbye and quiet and t - tick.last_activity >= limits.end_grace_ms:
+            return "user_goodbye", ""
+        if (
+            tick.terminal_at is not None and quiet and not self.user.busy
+            and t - max(tick.last_activity, tick.terminal_at) >= limits.end_grace_ms
+        ):
+            return "terminal_state", ""
+        if t >= limits.max_duration_ms:
+            return "timeout", f"no terminal state after {limits.max_duration_ms} ms"
+        if quiet and not self.user.busy and t - tick.last_activity >= limits.idle_timeout_ms:
+            return "idle_timeout", f"nobody spoke for {limits.idle_timeout_ms} ms"
+        return None
+
+    @property
+    def _playout(self) -> _Playout:
+        assert self._play is not None, "the loop has not started"
+        return self._play

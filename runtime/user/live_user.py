@@ -54,7 +54,6 @@ from runtime.core.events import (
     CardFact,
     CueDone,
     CueShow,
-    DuplexFire,
     Event,
     ParticipantConnection,
     UserPlanEvent,
@@ -82,6 +81,7 @@ from runtime.user.simulator import (
     RevealPolicy,
     SpeechAuthorization,
     UserFrame,
+    opening_after_silence,
 )
 from runtime.user.speech_authorization import AuthDecision, RuleAuthorizer, SpeechAuthorizer
 
@@ -724,21 +724,12 @@ class LiveParticipant:
             auth = self._collect_results(t_ms, tail)
             ends = False
             if not self._opened and not self.agent_has_spoken:
-                opening = self.policy.opening()
-                if (
-                    opening is not None and opening.when.on == "opening"
-                    and t_ms >= opening.when.silence_ms
-                ):
+                opening = opening_after_silence(self.policy, t_ms)
+                if opening is not None:
                     self._schedule(opening, t_ms, "opening:silence")
-            for fire_at, event in self._duplex.due(t_ms):
-                plan = self.task.plan(event.plan)
-                if plan is not None:
-                    events.append(DuplexFire(
-                        event_id=event.id, kind=event.kind, plan_id=plan.id,
-                        anchor_ms=fire_at, overlap=self.agent_audible,
-                    ))
-                    # Anchored to media time: it pre-empts whatever was due.
-                    self._make_pending(plan, f"duplex:{event.id}", t_ms, events)
+            for plan, trigger in self._duplex.fire(t_ms, self.agent_audible, events):
+                # Anchored to media time: it pre-empts whatever was due.
+                self._make_pending(plan, trigger, t_ms, events)
             if (
                 self._live_pending(t_ms) is None and self._utt is None and self._queue
                 and self._queue[0][0] <= t_ms

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -162,6 +162,22 @@ def _field_kinds(spec: FieldSpec) -> set[str]:
     return kinds
 
 
+class _Answer:
+    """The plans chosen so far for one agent turn, each at most once, and the fields they
+    cover."""
+
+    def __init__(self) -> None:
+        self.out: list[Chosen] = []
+        self.covered: set[str] = set()
+
+    def add(self, plan: UserPlan | None, trigger: str) -> bool:
+        """Choose ``plan`` (once); True when there is a plan (new or chosen already)."""
+        if plan is None or any(c.plan.id == plan.id for c in self.out):
+            return plan is not None
+        self.out.append(Chosen(plan, trigger))
+        return True
+
+
 class RevealPolicy:
     """Chooses the caller's next plans from what has been observed. Pure bookkeeping, no
     audio. Both the frozen simulator and a live participant's cue mode run it.
@@ -304,7 +320,10 @@ class RevealPolicy:
     # ------------------------------------------------------------------ the answer
 
     def respond(self, acts: Sequence[Act]) -> list[Chosen]:
-        """The plans answering a finished agent turn, in the order to speak them."""
+        """The plans answering a finished agent turn, in the order to speak them: a world
+        event's plan; else corrections of restated values, the answer to an approval
+        request, answers to questions, the reply to an offer; else, when none applies, a
+        lifecycle or act plan, the fallback or the stalled caller."""
         world = self._best(
             p for p in self.task.plans
             if isinstance(p.when, TriggerWorld) and p.when.event in self.world_events
@@ -312,46 +331,55 @@ class RevealPolicy:
         if world is not None:
             return self._done([Chosen(world, f"world_event:{world.when.event}")])  # type: ignore[union-attr]
         self._note_statements(acts)
-        out: list[Chosen] = []
-        covered: set[str] = set()
-
-        def add(plan: UserPlan | None, trigger: str) -> bool:
-            if plan is None or any(c.plan.id == plan.id for c in out):
-                return plan is not None
-            out.append(Chosen(plan, trigger))
-            return True
-
+        answer = _Answer()
         verdicts = {i: self.check_restatement(a) for i, a in enumerate(acts)
                     if a.act in ("read_back", "confirm") and a.field is not None}
         # Fields each act's words name (lexicon or the caller's values), read once.
         named = {i: [n for _a, n in self._observer.fields_in(a.text)] for i, a in enumerate(acts)}
+        confirmed, mismatched = self._answer_restatements(acts, verdicts, named, answer)
+        self._answer_approval_request(acts, mismatched, answer)
+        self._answer_questions(acts, verdicts, named, answer)
+        for act in acts:  # 4. Offers of something other than a gated action.
+            if act.act == "offer":
+                reply = "accept" if self._observer.offers_task_step(act.text) else "decline"
+                answer.add(self._where(TriggerOffer, reply=reply), f"offer:{reply}")
+                break
+        if answer.out:
+            return self._done(answer.out[:MAX_PLANS_PER_TURN])
+        return self._answer_nothing_specific(acts, confirmed)
 
-        def proposal(act: Act, name: str) -> UserPlan | None:
-            return self._proposal(act.model_copy(update={"field": name}))
-
-        # 1. Restated values: correct what is wrong.
+    def _answer_restatements(self, acts: Sequence[Act], verdicts: Mapping[int, str],
+                             named: dict[int, list[str]], answer: _Answer) -> tuple[bool, bool]:
+        """1. Restated values: correct what is wrong; "yes" to a checked restatement the
+        agent asks about. Returns (confirmed, mismatched)."""
         confirmed = False
         for i, verdict in verdicts.items():
             field = acts[i].field
             assert field is not None
             known = self.current_value(field)
             if verdict == "mismatch" and known is not None:
-                add(known[2], f"readback_mismatch:{field}")
-                covered.add(field)
+                answer.add(known[2], f"readback_mismatch:{field}")
+                answer.covered.add(field)
             elif verdict == "match":
                 confirmed = True
-                covered.add(field)
-        mismatched = bool(out)
+                answer.covered.add(field)
+        mismatched = bool(answer.out)
         if verdicts:
             self._verified = confirmed and not mismatched
         bare_confirm = any(a.act == "confirm" and a.field is None for a in acts)
         if bare_confirm and self._verified and not mismatched:
             confirmed = True  # "Is that right?" about a restatement the caller checked
         asked = any(a.act == "confirm" for a in acts)  # a read-back statement needs no "yes"
-        proposes = any(proposal(a, n) is not None for i, a in enumerate(acts) for n in named[i])
+        proposes = any(self._named_proposal(a, n) is not None
+                       for i, a in enumerate(acts) for n in named[i])
         if confirmed and asked and not mismatched and not proposes:
-            add(self._where(TriggerAct, act="confirm"), "act:confirm")
-        # 2. An approval request for a gated action.
+            answer.add(self._where(TriggerAct, act="confirm"), "act:confirm")
+        return confirmed, mismatched
+
+    def _answer_approval_request(self, acts: Sequence[Act], mismatched: bool,
+                                 answer: _Answer) -> None:
+        """2. An approval request for a gated action not yet submitted: leave, or why not
+        yet (after a correction the agent must ask again)."""
         for act in acts:
             if act.act != "request_approval" or not act.action:
                 continue
@@ -363,32 +391,37 @@ class RevealPolicy:
                 break  # the correction comes first; the agent must ask again
             block = self.approval_block(rule)
             if block is None:
-                add(self._where(TriggerApproval, action=rule.action),
-                    f"approval_request:{rule.action}")
+                answer.add(self._where(TriggerApproval, action=rule.action),
+                           f"approval_request:{rule.action}")
             else:
-                add(self._where(TriggerApprovalWait, action=rule.action, reason=block),
-                    f"approval_wait:{rule.action}:{block}")
+                answer.add(self._where(TriggerApprovalWait, action=rule.action, reason=block),
+                           f"approval_wait:{rule.action}:{block}")
             break
-        # 3. Questions: one answer per field asked; a negotiated value against the limits.
+
+    def _answer_questions(self, acts: Sequence[Act], verdicts: Mapping[int, str],
+                          named: dict[int, list[str]], answer: _Answer) -> None:
+        """3. Questions: one answer per field asked; a negotiated value against the limits;
+        a question that names no field by the kind of answer it wants."""
+        covered = answer.covered
         for i, act in enumerate(acts):
             if act.field is None and act.act in ("inform", "offer", "ask"):
                 for name in named[i]:
-                    found = proposal(act, name)
+                    found = self._named_proposal(act, name)
                     if found is not None and name not in covered:
-                        add(found, f"proposal:{name}")  # "The best I can do is 15%."
+                        answer.add(found, f"proposal:{name}")  # "The best I can do is 15%."
                         covered.add(name)
         for i, act in enumerate(acts):
             if act.field is None or act.field in covered:
                 continue
             found = self._proposal(act)
             if found is not None:
-                add(found, f"proposal:{act.field}")
+                answer.add(found, f"proposal:{act.field}")
                 covered.add(act.field)
                 continue
             if act.act == "ask" or (act.act == "confirm" and verdicts.get(i) == "unknown"):
                 plan = self._best(p for p in self.task.plans
                                   if isinstance(p.when, TriggerAsk) and act.field in p.when.fields)
-                if add(plan, f"ask:{act.field}") and plan is not None:
+                if answer.add(plan, f"ask:{act.field}") and plan is not None:
                     covered.update(plan.when.fields)  # type: ignore[union-attr]
         # A question that names no field: the one the caller has not answered yet that the
         # question's kind of answer or its choices fit ("When did this start?", "A laptop or a
@@ -396,19 +429,13 @@ class RevealPolicy:
         for act in acts:
             if act.act == "ask" and act.field is None:
                 plan = self._answer_by_kind(act.text, covered | {
-                    f for c in out for f in getattr(c.plan.when, "fields", ())})
-                if plan is not None and isinstance(plan.when, TriggerAsk) and add(
+                    f for c in answer.out for f in getattr(c.plan.when, "fields", ())})
+                if plan is not None and isinstance(plan.when, TriggerAsk) and answer.add(
                         plan, f"ask_kind:{plan.when.fields[0]}"):
                     covered.update(plan.when.fields)
-        # 4. Offers of something other than a gated action.
-        for act in acts:
-            if act.act == "offer":
-                reply = "accept" if self._observer.offers_task_step(act.text) else "decline"
-                add(self._where(TriggerOffer, reply=reply), f"offer:{reply}")
-                break
-        if out:
-            return self._done(out[:MAX_PLANS_PER_TURN])
-        # 5. Nothing specific: lifecycle, acts, then fallback and restatement.
+
+    def _answer_nothing_specific(self, acts: Sequence[Act], confirmed: bool) -> list[Chosen]:
+        """5. Nothing specific: lifecycle, acts, then fallback and restatement."""
         plan = self._best(
             p for p in self.task.plans
             if isinstance(p.when, TriggerLifecycle)
@@ -433,6 +460,11 @@ class RevealPolicy:
             if plan is not None:
                 return self._idle([Chosen(plan, "stalled")])
         return []
+
+    def _named_proposal(self, act: Act, name: str) -> UserPlan | None:
+        """The caller's answer to ``act`` read as about field ``name`` (a value its words
+        name), when it proposes one."""
+        return self._proposal(act.model_copy(update={"field": name}))
 
     def _answer_by_kind(self, text: str, covered: set[str]) -> UserPlan | None:
         """The answer to a question that names no field, when exactly one answer the caller
@@ -519,6 +551,31 @@ class DuplexSchedule:
         due = [(at, ev) for at, ev in self._armed if t_ms >= at]
         self._armed = [(at, ev) for at, ev in self._armed if t_ms < at]
         return due
+
+    def fire(self, t_ms: int, overlap: bool, events: list[Event]
+             ) -> Iterator[tuple[UserPlan, str]]:
+        """The plans of the events due at ``t_ms``, each with its trigger, in order; a
+        ``duplex.fire`` (``overlap``: agent audio was playing) is logged just before each.
+        Both user sources take them this way (the frozen simulator queues each first, a
+        live participant is cued at once)."""
+        for fire_at, event in self.due(t_ms):
+            plan = self._task.plan(event.plan)
+            if plan is not None:
+                events.append(DuplexFire(
+                    event_id=event.id, kind=event.kind, plan_id=plan.id, anchor_ms=fire_at,
+                    overlap=overlap,
+                ))
+                yield plan, f"duplex:{event.id}"
+
+
+def opening_after_silence(policy: RevealPolicy, t_ms: int) -> UserPlan | None:
+    """The opening plan when the task has the caller open after ``silence_ms`` of nobody
+    speaking and that time has come (asked by both user sources until they have opened or
+    the agent has spoken)."""
+    opening = policy.opening()
+    if opening is not None and opening.when.on == "opening" and t_ms >= opening.when.silence_ms:
+        return opening
+    return None
 
 
 @dataclass(frozen=True)
@@ -661,21 +718,12 @@ class FrozenSimulator:
         """The user's 40 ms frame starting at ``t_ms``, with the user events it caused."""
         out = UserFrame(pcm=SILENT_FRAME)
         if not self._opened and not self.agent_has_spoken:
-            opening = self.policy.opening()
-            if (
-                opening is not None and opening.when.on == "opening"
-                and t_ms >= opening.when.silence_ms
-            ):
+            opening = opening_after_silence(self.policy, t_ms)
+            if opening is not None:
                 self.schedule(opening, t_ms, "opening:silence")
-        for fire_at, event in self._duplex.due(t_ms):
-            plan = self.task.plan(event.plan)
-            if plan is not None:
-                out.events.append(DuplexFire(
-                    event_id=event.id, kind=event.kind, plan_id=plan.id, anchor_ms=fire_at,
-                    overlap=self.agent_audible,
-                ))
-                # A duplex event preempts anything queued: it is anchored to media time.
-                self._queue.insert(0, (t_ms, plan, f"duplex:{event.id}"))
+        for plan, trigger in self._duplex.fire(t_ms, self.agent_audible, out.events):
+            # A duplex event preempts anything queued: it is anchored to media time.
+            self._queue.insert(0, (t_ms, plan, trigger))
         if self._current is None and self._queue and self._queue[0][0] <= t_ms and (
                 t_ms >= self._last_end + CHAIN_GAP_MS or self._queue[0][2].startswith("duplex")):
             _, plan, trigger = self._queue.pop(0)
