@@ -48,7 +48,7 @@ from app.rtc import (
 )
 from grading.gates import RunGrade, grade_run_dir
 from runtime.agents.base import InfrastructureError
-from runtime.agents.registry import available
+from runtime.agents.registry import BASELINE_SPECS, PROVIDERS, available
 from runtime.core.audio import Pcm
 from runtime.core.events import ClockMode, Event
 from runtime.core.rundir import RunDir, recover_run
@@ -77,15 +77,6 @@ MODES: dict[str, str] = {
 }
 """The demo modes and how the picker labels them."""
 
-PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
-    "openai-realtime": ("OPENAI_API_KEY",),
-    "gpt-live": ("OPENAI_API_KEY",),
-    "grok": ("XAI_API_KEY",),
-    "stepfun": ("STEPFUN_API_KEY",),
-    "gemini-live": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-}
-"""Provider agent kinds and the environment variables that hold their keys (docs/adapters.md)."""
-BASELINE_SPECS = ("baseline", "baseline:llm")
 
 
 class DemoError(Exception):
@@ -117,9 +108,10 @@ def agent_choices(task: TaskSpec, env: Mapping[str, str]) -> list[AgentChoice]:
     for spec in BASELINE_SPECS:
         if _baseline_parses(spec, _baseline_env_key(env)):
             out.append(AgentChoice(spec, spec, "baseline"))
-    for kind, keys in PROVIDER_KEYS.items():
-        if available(kind) and any(env.get(k) for k in keys):
-            out.append(AgentChoice(kind, f"{kind} (key from {' or '.join(keys)})", "provider"))
+    for agent in PROVIDERS:
+        if available(agent.kind) and any(env.get(k) for k in agent.keys):
+            label = f"{agent.kind} (key from {' or '.join(agent.keys)})"
+            out.extend(AgentChoice(spec, label, "provider") for spec in agent.demo_specs)
     return out
 
 

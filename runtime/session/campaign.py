@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtime.agents.base import AgentAdapter
-from runtime.agents.registry import PROVIDER_MODULES, available
+from runtime.agents.registry import AGENT_SPEC_HELP, PROVIDER_MODULES, available
 from runtime.agents.scripted import ScriptedAgent, load_script
 from runtime.core.events import ClockMode
 from runtime.core.rundir import RunDir, recover_run
@@ -36,13 +36,6 @@ INTERRUPTED = ("the campaign was interrupted before this run finished (kept asid
 
 class AgentSpecError(Exception):
     """An agent spec could not be understood; the message lists what is accepted."""
-
-
-AGENT_SPEC_HELP = (
-    "scripted:PATH.yaml (a script file), scripted:NAME (tasks/<id>/scripts/NAME.yaml for each "
-    "task, e.g. scripted:oracle), baseline (local cascaded agent, rule policy), baseline:llm "
-    "(its policy an OpenAI-compatible chat model: APEX_BASELINE_LLM_URL/_MODEL)"
-)
 
 
 def cache_dir() -> Path:
@@ -106,7 +99,7 @@ def parse_agent_spec(spec: str) -> AgentFactory:
             return adapter
 
         return AgentFactory(spec, make_provider)
-    if kind in {"openai-realtime", "gemini-live", "grok", "stepfun", "gpt-live"}:
+    if kind in PROVIDER_MODULES:
         raise AgentSpecError(
             f"agent '{kind}' is not available in this version yet; use {AGENT_SPEC_HELP}"
         )
