@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -16,6 +16,9 @@ from app.cli_adapters import adapters
 from app.cli_progress import progress_bar, progress_enabled
 from app.cli_study import study
 from runtime.core.spec import TaskLoadError, TaskSpec, default_tasks_dir, find_task, load_tasks
+
+if TYPE_CHECKING:
+    from runtime.session.campaign import CampaignSummary
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -253,26 +256,38 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
     error) and the command exits 1 after running the others."""
     from runtime.agents.errors import ProviderConfigError
     from runtime.agents.scripted import ScriptError
-    from runtime.core.rundir import RunDir
-    from runtime.session.campaign import (
-        AgentSpecError,
-        missing_scripts,
-        per_task_script_name,
-        run_campaign,
-        run_dir_for,
-    )
+    from runtime.session.campaign import AgentSpecError
 
     if bool(task_id) == bool(tasks_dir):
         _fail("give exactly one of --task ID or --tasks DIR")
+    caps, executor_errors = _executor_settings(executor, ray_address, provider_caps,
+                                               ray_max_retries, ray_num_cpus)
+    config_errors: tuple[type[Exception], ...] = (
+        AgentSpecError, ScriptError, ProviderConfigError, *executor_errors)
+    retries = 3 if ray_max_retries is None else ray_max_retries
+    agent_spec = _agent_settings(agent_spec, strict_protocol, llm_url, llm_model)
+    selected, missing, script_name = _select_tasks(task_id, tasks_dir, agent_spec)
+    summary = _run_with_progress(
+        selected, agent_spec, out, repeats=repeats, seed=seed, clock=clock,
+        concurrency=concurrency, executor=executor, ray_address=ray_address, caps=caps,
+        retries=retries, ray_num_cpus=ray_num_cpus, no_progress=no_progress,
+        config_errors=config_errors,
+    )
+    _report_run(summary, out, retries, missing, script_name)
+
+
+def _executor_settings(executor: str, ray_address: str | None, provider_caps: tuple[str, ...],
+                       ray_max_retries: int | None, ray_num_cpus: float | None,
+                       ) -> tuple[dict[str, int], tuple[type[Exception], ...]]:
+    """Check the executor options: the provider caps and the executor's configuration errors."""
     caps: dict[str, int] = {}
-    config_errors: tuple[type[Exception], ...] = (AgentSpecError, ScriptError, ProviderConfigError)
+    config_errors: tuple[type[Exception], ...] = ()
     if executor not in ("local", "ray"):
         _fail(f"--executor {executor!r}: use local or ray")
     if executor == "local" and (ray_address or provider_caps or ray_num_cpus is not None
                                 or ray_max_retries is not None):
         _fail("--ray-address, --provider-cap, --ray-max-retries and --ray-num-cpus need "
               "--executor ray")
-    retries = 3 if ray_max_retries is None else ray_max_retries
     if executor == "ray":
         from runtime.session.ray_executor import (
             ExecutorConfigError,
@@ -280,13 +295,19 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
             parse_provider_caps,
         )
 
-        config_errors = (*config_errors, ExecutorConfigError)
+        config_errors = (ExecutorConfigError,)
         try:
             caps = parse_provider_caps(provider_caps)
             if ray_address is not None:
                 check_reachable(ray_address)
         except ExecutorConfigError as exc:
             _fail(str(exc))
+    return caps, config_errors
+
+
+def _agent_settings(agent_spec: str, strict_protocol: bool, llm_url: str | None,
+                    llm_model: str | None) -> str:
+    """Put the protocol and baseline LLM options into the environment; the agent spec to run."""
     if strict_protocol:
         from runtime.agents.errors import STRICT_PROTOCOL_ENV
 
@@ -301,6 +322,14 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
         os.environ["APEX_BASELINE_LLM_URL"] = llm_url or ""
         os.environ["APEX_BASELINE_LLM_MODEL"] = llm_model or ""
         agent_spec = "baseline:llm"
+    return agent_spec
+
+
+def _select_tasks(task_id: str | None, tasks_dir: Path | None, agent_spec: str,
+                  ) -> tuple[list[TaskSpec], list[tuple[TaskSpec, Path]], str | None]:
+    """The tasks to run, those skipped for a missing script (one line each) and the script name."""
+    from runtime.session.campaign import missing_scripts, per_task_script_name
+
     try:
         selected = [find_task(task_id)] if task_id else _load_all([tasks_dir])  # type: ignore[list-item]
     except TaskLoadError as exc:
@@ -314,6 +343,19 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
         click.echo(f"skipped {task.id}: no script {path}", err=True)
     skipped_ids = {task.id for task, _ in missing}
     selected = [t for t in selected if t.id not in skipped_ids]
+    return selected, missing, script_name
+
+
+def _run_with_progress(
+    selected: list[TaskSpec], agent_spec: str, out: Path, *, repeats: int, seed: int,
+    clock: str, concurrency: int | None, executor: str, ray_address: str | None,
+    caps: dict[str, int], retries: int, ray_num_cpus: float | None, no_progress: bool,
+    config_errors: tuple[type[Exception], ...],
+) -> CampaignSummary:
+    """Run the campaign on the chosen executor, the runs in flight on the progress display."""
+    from runtime.core.rundir import RunDir
+    from runtime.session.campaign import run_campaign, run_dir_for
+
     to_run = sum(not RunDir(run_dir_for(out, t.id, r)).is_complete() for t in selected
                  for r in range(repeats))
     running: list[str] = []
@@ -348,6 +390,12 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
                 ))
         except config_errors as exc:
             _fail(str(exc))
+    return summary
+
+
+def _report_run(summary: CampaignSummary, out: Path, retries: int,
+                missing: list[tuple[TaskSpec, Path]], script_name: str | None) -> None:
+    """Print the campaign's totals, lost runs and skipped tasks; exit 1 on either of the last."""
     click.echo(
         f"{len(summary.ran)} run(s) done, {len(summary.skipped)} already complete"
         + (f", {len(summary.moved_aside)} incomplete moved to {out}/.incomplete"
@@ -363,7 +411,6 @@ def run(task_id: str | None, tasks_dir: Path | None, agent_spec: str, repeats: i
         sys.exit(1)
     if summary.lost:
         sys.exit(1)
-
 
 # --------------------------------------------------------------------------- grading
 

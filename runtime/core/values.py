@@ -711,71 +711,111 @@ def value_in_text(
     if is_empty(value) or not text.strip():
         return "absent"
     if grader == "normalized_date":
-        target = parse_spoken_date(value)
-        found = dates_in_text(text, reference)
-        if target is None or not found:
-            return "absent"
-        if target in found:
-            return "match"
-        if restatement and (target.month, target.day) in _yearless_days(text):
-            return "match"
-        return "mismatch"
+        return _date_in_text(value, text, reference, restatement)
     if grader == "numeric_tolerance":
-        number = extract_number(value)
-        numbers = numbers_in_text(text)
-        if number is None or not numbers:
-            return "absent"
-        heard = (*numbers, *_thousands_dropped(text, number))
-        return "match" if any(abs(n - number) <= tolerance + _EPS for n in heard) else (
-            "mismatch")
+        return _number_in_text(value, text, tolerance)
     if grader == "normalized_phone":
-        target_phone = canonical_phone(value)
-        spoken = _words_to_digits(text)
-        runs = re.findall(r"\+?\d[\d\s().,-]{5,}\d", spoken)
-        phones = {p for p in (canonical_phone(r) for r in runs) if p is not None}
-        tail = re.sub(r"\D", "", spoken)
-        if restatement and target_phone is not None and len(tail) == 4:
-            # a fixed number's last four digits said alone ("Zero one eight six, fixed.")
-            return "match" if target_phone.endswith(tail) else "mismatch"
-        if target_phone is None or not phones:
-            return "absent"
-        return "match" if target_phone in phones else "mismatch"
+        return _phone_in_text(value, text, restatement)
     if grader == "enum":
-        compact_text = _compact(text)
-        times = _times_in_text(text) if any(
-            _CLOCK_VALUE.fullmatch(str(o).strip()) for o in (*options, value)) else set()
-
-        def says(option: str) -> bool:
-            clock = _CLOCK_VALUE.fullmatch(option.strip())
-            if clock is not None:  # a time of day as an option: "two thirty" says "2:30 PM"
-                return (int(clock.group(1)) % 12, int(clock.group(2) or 0)) in times
-            # a short option ("no", "yes") is said as a word, not inside one ("north")
-            c = _compact(option)
-            return bool(c) and ((len(c) >= 5 and c in compact_text)
-                                or _option_words_said(option, text))
-
-        said = [o for o in options if says(o)]
-        if any(_compact(o) == _compact(value) for o in said) or says(str(value)):
-            return "match"
-        return "mismatch" if said or _other_option_word(value, options, text) else "absent"
+        return _enum_in_text(value, text, options)
     if grader in ("set_f1", "ordered_list"):
-        # identifiers in a list are said by their numbers ("lots 7731 and 7732")
-        results = [_identifier_in_text(item, text, True) if re.search(r"\d", item)
-                   else _tokens_in_text(item, text, restatement) for item in split_items(value)]
-        if results and all(r == "match" for r in results):
-            return "match"
-        return "mismatch" if any(r != "absent" for r in results) else "absent"
+        return _list_in_text(value, text, restatement)
     if grader == "interval_overlap":
-        parts = _interval_parts(value)
-        if parts is None:
-            return "absent"
-        ends = [value_in_text("normalized_date" if _is_date_like(p) else "numeric_tolerance",
-                              p, text, reference=reference) for p in parts]
-        if all(e == "match" for e in ends):
-            return "match"
-        return "mismatch" if any(e != "absent" for e in ends) else "absent"
+        return _interval_in_text(value, text, reference)
     if grader in ("exact", "casefold_exact") and re.search(r"\d", _as_text(value)):
         return _identifier_in_text(value, text, restatement)
+    return _free_value_in_text(value, text, restatement)
+
+
+def _date_in_text(value: Any, text: str, reference: dt.date | None,
+                  restatement: bool) -> ValueFound:
+    """A date said on its day (a restated date also without its year), for ``value_in_text``."""
+    target = parse_spoken_date(value)
+    found = dates_in_text(text, reference)
+    if target is None or not found:
+        return "absent"
+    if target in found:
+        return "match"
+    if restatement and (target.month, target.day) in _yearless_days(text):
+        return "match"
+    return "mismatch"
+
+
+def _number_in_text(value: Any, text: str, tolerance: float) -> ValueFound:
+    """A number said within ``tolerance`` (round thousands also without them), for
+    ``value_in_text``."""
+    number = extract_number(value)
+    numbers = numbers_in_text(text)
+    if number is None or not numbers:
+        return "absent"
+    heard = (*numbers, *_thousands_dropped(text, number))
+    return "match" if any(abs(n - number) <= tolerance + _EPS for n in heard) else (
+        "mismatch")
+
+
+def _phone_in_text(value: Any, text: str, restatement: bool) -> ValueFound:
+    """A phone number said in E.164 (a restated one also by its last four digits), for
+    ``value_in_text``."""
+    target_phone = canonical_phone(value)
+    spoken = _words_to_digits(text)
+    runs = re.findall(r"\+?\d[\d\s().,-]{5,}\d", spoken)
+    phones = {p for p in (canonical_phone(r) for r in runs) if p is not None}
+    tail = re.sub(r"\D", "", spoken)
+    if restatement and target_phone is not None and len(tail) == 4:
+        # a fixed number's last four digits said alone ("Zero one eight six, fixed.")
+        return "match" if target_phone.endswith(tail) else "mismatch"
+    if target_phone is None or not phones:
+        return "absent"
+    return "match" if target_phone in phones else "mismatch"
+
+
+def _enum_in_text(value: Any, text: str, options: Sequence[str]) -> ValueFound:
+    """An enum value said by its option (or another option said instead), for
+    ``value_in_text``."""
+    compact_text = _compact(text)
+    times = _times_in_text(text) if any(
+        _CLOCK_VALUE.fullmatch(str(o).strip()) for o in (*options, value)) else set()
+
+    def says(option: str) -> bool:
+        clock = _CLOCK_VALUE.fullmatch(option.strip())
+        if clock is not None:  # a time of day as an option: "two thirty" says "2:30 PM"
+            return (int(clock.group(1)) % 12, int(clock.group(2) or 0)) in times
+        # a short option ("no", "yes") is said as a word, not inside one ("north")
+        c = _compact(option)
+        return bool(c) and ((len(c) >= 5 and c in compact_text)
+                            or _option_words_said(option, text))
+
+    said = [o for o in options if says(o)]
+    if any(_compact(o) == _compact(value) for o in said) or says(str(value)):
+        return "match"
+    return "mismatch" if said or _other_option_word(value, options, text) else "absent"
+
+
+def _list_in_text(value: Any, text: str, restatement: bool) -> ValueFound:
+    """A list said item by item (a match only if every item is), for ``value_in_text``."""
+    # identifiers in a list are said by their numbers ("lots 7731 and 7732")
+    results = [_identifier_in_text(item, text, True) if re.search(r"\d", item)
+               else _tokens_in_text(item, text, restatement) for item in split_items(value)]
+    if results and all(r == "match" for r in results):
+        return "match"
+    return "mismatch" if any(r != "absent" for r in results) else "absent"
+
+
+def _interval_in_text(value: Any, text: str, reference: dt.date | None) -> ValueFound:
+    """An interval said by both its ends (dates or numbers), for ``value_in_text``."""
+    parts = _interval_parts(value)
+    if parts is None:
+        return "absent"
+    ends = [value_in_text("normalized_date" if _is_date_like(p) else "numeric_tolerance",
+                          p, text, reference=reference) for p in parts]
+    if all(e == "match" for e in ends):
+        return "match"
+    return "mismatch" if any(e != "absent" for e in ends) else "absent"
+
+
+def _free_value_in_text(value: Any, text: str, restatement: bool) -> ValueFound:
+    """Any other value: an e-mail address, a time of day, else its words, for
+    ``value_in_text``."""
     if "@" in _as_text(value):
         email = _email_in_text(value, text)
         if email != "absent":
@@ -788,7 +828,6 @@ def value_in_text(
         hour, minute = int(clock.group(1)) % 12, int(clock.group(2) or 0)
         return "match" if (hour, minute) in times else "mismatch"
     return _tokens_in_text(value, text, restatement)
-
 
 _CLOCK_VALUE = re.compile(r"(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)", re.IGNORECASE)
 """A time of day as a value ("1:50 PM", "9 AM")."""

@@ -351,56 +351,15 @@ def run_campaign_ray(
             num_cpus=num_cpus if num_cpus is not None else cpus_per_unit(agent_spec, clock),
             max_retries=max_retries, retry_exceptions=False,
         )
-        env = forwarded_env(os.environ)
-        bundles: dict[str, Any] = {}
+        launch = _launcher(remote, agent_spec, script, forwarded_env(os.environ), seed, clock)
         pending = deque(todo)
         in_flight: dict[Any, tuple[TaskSpec, int, Path]] = {}
         limit = in_flight_limit(agent_spec, caps, concurrency)
         while pending or in_flight:
-            while pending and (limit is None or len(in_flight) < limit):
-                task, rep, rd = pending.popleft()
-                if task.id not in bundles:
-                    bundles[task.id] = ray.put(bundle_task(task))
-                ref = remote.remote(bundles[task.id], agent_spec, script, env, seed, rep, clock)
-                in_flight[ref] = (task, rep, rd)
-                if on_start is not None:
-                    on_start(f"{task.id} r{rep}")
+            _submit_pending(pending, in_flight, limit, launch, on_start)
             ready, _ = ray.wait(list(in_flight), num_returns=1)
             for ref in ready:
-                task, rep, rd = in_flight.pop(ref)
-                label = f"{task.id} r{rep}"
-                try:
-                    unit: UnitResult = ray.get(ref)
-                except ray.exceptions.RayTaskError as exc:
-                    # Our own code raised in the worker (a bad configuration…): stop, as the
-                    # local executor does, with the original exception.
-                    for other in in_flight:
-                        with contextlib.suppress(Exception):
-                            ray.cancel(other, force=True)
-                    cause = getattr(exc, "cause", None)
-                    if isinstance(cause, Exception):
-                        raise cause from None
-                    raise
-                except ray.exceptions.RayError as exc:
-                    summary.lost.append(label)
-                    if progress is not None:
-                        progress(f"{label}: lost to infrastructure ({type(exc).__name__}) "
-                                 f"after {max_retries} retries; not written, runs again on "
-                                 "the next invocation")
-                    continue
-                if not write_run_atomically(out, rd, unit.files):
-                    summary.skipped.append(rd)
-                    if progress is not None:
-                        progress(f"{label}: already complete in OUT (written by another "
-                                 "invocation meanwhile); kept, this result dropped")
-                    continue
-                summary.ran.append(RunResult(rd, cast(EndReason, unit.end_reason),
-                                             unit.failure_class, unit.media_ms, unit.wall_s))
-                if progress is not None:
-                    progress(
-                        f"{label}: {unit.end_reason} after {unit.media_ms / 1000:.1f} s of "
-                        f"media ({unit.wall_s:.2f} s wall)"
-                    )
+                _collect_unit(ref, in_flight, out, summary, progress, max_retries)
     finally:
         if started_here:
             ray.shutdown()
@@ -408,3 +367,75 @@ def run_campaign_ray(
             with contextlib.suppress(OSError):
                 empty.rmdir()
     return summary
+
+
+def _launcher(remote: Any, agent_spec: str, script: tuple[str, bytes] | None,
+              env: dict[str, str], seed: int, clock: ClockMode,
+              ) -> Callable[[TaskSpec, int], Any]:
+    """Submit one unit as a Ray task; each task's bundle goes to the object store once."""
+    import ray
+
+    bundles: dict[str, Any] = {}
+
+    def launch(task: TaskSpec, rep: int) -> Any:
+        if task.id not in bundles:
+            bundles[task.id] = ray.put(bundle_task(task))
+        return remote.remote(bundles[task.id], agent_spec, script, env, seed, rep, clock)
+
+    return launch
+
+
+def _submit_pending(pending: deque[tuple[TaskSpec, int, Path]],
+                    in_flight: dict[Any, tuple[TaskSpec, int, Path]], limit: int | None,
+                    launch: Callable[[TaskSpec, int], Any],
+                    on_start: Callable[[str], None] | None) -> None:
+    """Submit pending units until ``limit`` are in flight (all of them without a limit)."""
+    while pending and (limit is None or len(in_flight) < limit):
+        task, rep, rd = pending.popleft()
+        ref = launch(task, rep)
+        in_flight[ref] = (task, rep, rd)
+        if on_start is not None:
+            on_start(f"{task.id} r{rep}")
+
+
+def _collect_unit(ref: Any, in_flight: dict[Any, tuple[TaskSpec, int, Path]], out: Path,
+                  summary: CampaignSummary, progress: Callable[[str], None] | None,
+                  max_retries: int) -> None:
+    """Take a finished unit out of flight: write its run into OUT, or record it as lost or
+    already complete; our own code's exception in the worker stops the campaign."""
+    import ray
+
+    task, rep, rd = in_flight.pop(ref)
+    label = f"{task.id} r{rep}"
+    try:
+        unit: UnitResult = ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        # Our own code raised in the worker (a bad configuration…): stop, as the
+        # local executor does, with the original exception.
+        for other in in_flight:
+            with contextlib.suppress(Exception):
+                ray.cancel(other, force=True)
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, Exception):
+            raise cause from None
+        raise
+    except ray.exceptions.RayError as exc:
+        summary.lost.append(label)
+        if progress is not None:
+            progress(f"{label}: lost to infrastructure ({type(exc).__name__}) "
+                     f"after {max_retries} retries; not written, runs again on "
+                     "the next invocation")
+        return
+    if not write_run_atomically(out, rd, unit.files):
+        summary.skipped.append(rd)
+        if progress is not None:
+            progress(f"{label}: already complete in OUT (written by another "
+                     "invocation meanwhile); kept, this result dropped")
+        return
+    summary.ran.append(RunResult(rd, cast(EndReason, unit.end_reason),
+                                 unit.failure_class, unit.media_ms, unit.wall_s))
+    if progress is not None:
+        progress(
+            f"{label}: {unit.end_reason} after {unit.media_ms / 1000:.1f} s of "
+            f"media ({unit.wall_s:.2f} s wall)"
+        )
