@@ -30,20 +30,18 @@ import contextlib
 import functools
 import logging
 import secrets
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from app.live_run import ACTIVE, LiveRun, LiveRunManager
 from app.rtc import (
     MAX_SDP_CHARS,
     AudioFeed,
-    Janitor,
     MicSink,
     channel_track_class,
-    close_peer,
     drain_track,
 )
 from grading.gates import RunGrade, grade_run_dir
@@ -59,7 +57,6 @@ from runtime.speechbank.bank import BankPlayer
 from runtime.user.simulator import FrozenSimulator, UserSource
 
 if TYPE_CHECKING:
-    from aiortc import RTCPeerConnection
 
     from app.live import LiveUser
     from runtime.speech.asr import ASR
@@ -69,7 +66,6 @@ log = logging.getLogger(__name__)
 DEMO_DIR = "demo-live"
 """Live runs go to ``<runs_dir>/demo-live/<task id>/<session id>/``."""
 SessionState = Literal["waiting", "running", "finished", "failed", "stopped"]
-ACTIVE_STATES: frozenset[str] = frozenset({"waiting", "running"})
 DemoMode = Literal["listen", "mic"]
 MODES: dict[str, str] = {
     "listen": "Listen: the task's simulated caller talks to the agent",
@@ -145,11 +141,13 @@ def resolve_agent(task: TaskSpec, spec: str, env: Mapping[str, str]) -> AgentFac
 # --------------------------------------------------------------------------- sessions
 
 
-class DemoSession:
+class DemoSession(LiveRun):
     """One live run: its state, its event feed for the page, its two audio feeds and its
     WebRTC peer connection. Created by :class:`DemoManager`. The run (``_thread_main``,
     ``_run``) and the observer hooks run on the session's own thread; everything else on the
-    server's event loop."""
+    server's event loop (app/live_run.py: what it shares with a Study B call)."""
+
+    thread_name = "demo"
 
     def __init__(
         self, *, session_id: str, task: TaskSpec, factory: AgentFactory, owner: str,
@@ -158,19 +156,17 @@ class DemoSession:
     ) -> None:
         if mode == "mic" and participant is None:
             raise ValueError("a mic-mode demo needs a live participant")
+        super().__init__(task=task, run_dir=run_dir, loop=loop)
         self.id = session_id
         self.mode: DemoMode = mode
         self.participant = participant
         """The live caller (mic mode): the microphone goes in, the role card comes out."""
-        self.task = task
         self.factory = factory
         self.agent = factory.spec
         self.owner = owner
-        self.run_dir = run_dir
         self.seed = seed
         self.clock: ClockMode = clock
         self.state: SessionState = "waiting"
-        self.detail = ""
         self.events: list[tuple[int, str]] = []
         """``(seq, event JSON)`` as the event log wrote them (wall-clock field left out)."""
         self.max_events = max_events
@@ -178,45 +174,17 @@ class DemoSession:
         self.feeds = (AudioFeed(), AudioFeed())
         """User channel, agent channel (mic mode: the agent channel only goes out)."""
         self.mic = MicSink(self._push_mic)
-        self._drains: list[asyncio.Task[None]] = []
-        self.pc: RTCPeerConnection | None = None
-        self.listening = False
-        self.subscribers = 0
         self.created_wall = time.time()
-        self.last_seen = time.monotonic()
-        self.ended_at: float | None = None
-        self.media_ms = 0
         self.grade: RunGrade | None = None
         self.grade_problem: str | None = None
         self.graded = False
         """Grading is over (``grade`` or ``grade_problem`` is set, or nothing was written):
         comes after the end (``done``), which is marked when the run logs ``session.end``."""
-        self._loop = loop
-        self._changed = asyncio.Event()
-        self._stop = threading.Event()
-        self._stop_reason = ""
-        self._stop_at = 0.0
-        self._thread: threading.Thread | None = None
-        self._abandoned = False
 
     # ---------------------------------------------------------------- page feed
 
-    @property
-    def done(self) -> bool:
-        return self.state not in ACTIVE_STATES
-
-    def changed(self) -> asyncio.Event:
-        """Set when an event or a state change arrives (take it before reading the feed)."""
-        return self._changed
-
-    def _wake(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-
-    def _notify(self) -> None:
-        """Wake the page streams; callable from any thread."""
-        with contextlib.suppress(RuntimeError):  # the server's loop is already closed
-            self._loop.call_soon_threadsafe(self._wake)
+    def _label(self) -> str:
+        return self.id
 
     def status(self) -> dict[str, Any]:
         return {"state": self.state, "detail": self.detail, "media_ms": self.media_ms,
@@ -233,17 +201,6 @@ class DemoSession:
 
     # ---------------------------------------------------------------- run
 
-    def start(self) -> bool:
-        """Start the run (once); False if it already started or ended."""
-        if self.state != "waiting":
-            return False
-        self.state = "running"
-        self._thread = threading.Thread(target=self._thread_main, name=f"demo-{self.id}",
-                                        daemon=True)
-        self._thread.start()
-        self._wake()
-        return True
-
     def request_stop(self, reason: str) -> None:
         """End the run at its next frame (logged as ``infrastructure_error`` with ``reason``,
         never as an agent failure); a session that never started just closes."""
@@ -251,21 +208,19 @@ class DemoSession:
             self.state, self.detail = "stopped", reason
             self.ended_at = time.monotonic()
             self.graded = True  # nothing to grade
-            self._wake()
-        elif self.state == "running" and not self._stop.is_set():
-            self._stop_reason = reason
-            self._stop_at = time.monotonic()
-            self._stop.set()
+            self.signal.wake()
+        else:
+            self._stop_running(reason)
 
     def abandon_if_stuck(self, now: float, after_s: float = 10.0) -> None:
         """A run that has not reached its next frame ``after_s`` after a stop (an agent stuck
         in a call) is marked stopped; its thread ends on its own and changes nothing here."""
-        if self.state == "running" and self._stop.is_set() and now - self._stop_at > after_s:
+        if self._stuck(now, after_s):
             self.state, self.detail = "stopped", f"{self._stop_reason} (the run did not end)"
             self.ended_at = now
             self._abandoned = True
             self.graded = True  # the grade, if any, is left to the replay
-            self._wake()
+            self.signal.wake()
 
     def _thread_main(self) -> None:
         state: SessionState = "finished"
@@ -279,11 +234,11 @@ class DemoSession:
             state, detail = "failed", f"{type(exc).__name__}: {exc}"
             with contextlib.suppress(Exception):  # a log left open: closed as infrastructure
                 recover_run(self.run_dir, f"harness error: {detail}")
-        if not self._abandoned and (state != "finished" or self.state in ACTIVE_STATES):
+        if not self._abandoned and (state != "finished" or self.state in ACTIVE):
             # Normally marked at ``session.end`` already (_on_event); a crash may log none.
             self.state, self.detail = state, detail
             self.ended_at = self.ended_at or time.monotonic()
-            self._notify()
+            self.signal.notify()
         elif not self._abandoned:
             self.detail = detail
         if (self.run_dir / "events.jsonl").is_file():
@@ -296,7 +251,7 @@ class DemoSession:
         if self._abandoned:
             return
         self.graded = True
-        self._notify()
+        self.signal.notify()
 
     async def _run(self) -> str:
         agent = self.factory.make(self.task)
@@ -349,7 +304,7 @@ class DemoSession:
                 self.state = "finished"
                 self.detail = _outcome(str(getattr(event, "reason", "")), event.t_media_ms)
             self.ended_at = time.monotonic()
-        self._notify()
+        self.signal.notify()
 
     # ---------------------------------------------------------------- microphone (mic mode)
 
@@ -382,7 +337,7 @@ class DemoSession:
             from aiortc import RTCConfiguration, RTCPeerConnection, RTCSessionDescription
         except ImportError:
             raise DemoError("live audio needs aiortc (pip install aiortc==1.16.0)") from None
-        await self.close_listener()
+        await self.close_peer()
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
         self.pc = pc
 
@@ -403,7 +358,7 @@ class DemoSession:
             elif pc.connectionState in ("failed", "closed"):
                 self.listening = False
                 self._mark_caller(False)
-            self._wake()
+            self.signal.wake()
 
         expected = 1 if self.mode == "mic" else 2
         try:
@@ -418,7 +373,7 @@ class DemoSession:
                 pc.addTrack(track_class(feed))
             await pc.setLocalDescription(await pc.createAnswer())
         except Exception as exc:
-            await self.close_listener()
+            await self.close_peer()
             if isinstance(exc, DemoError):
                 raise
             raise DemoError(f"could not answer the offer: {exc}") from None
@@ -426,14 +381,6 @@ class DemoSession:
         roles = ["agent"] if self.mode == "mic" else ["user", "agent"]
         return {"sdp": local.sdp, "type": local.type,
                 "tracks": {str(t.mid): role for t, role in zip(audio, roles, strict=True)}}
-
-    async def close_listener(self) -> None:
-        pc, self.pc = self.pc, None
-        self.listening = False
-        await close_peer(pc)
-        for task in self._drains:
-            task.cancel()
-        self._drains = []
 
 
 def _outcome(end_reason: str, media_ms: int) -> str:
@@ -443,7 +390,7 @@ def _outcome(end_reason: str, media_ms: int) -> str:
 # --------------------------------------------------------------------------- the manager
 
 
-class DemoManager:
+class DemoManager(LiveRunManager[DemoSession]):
     """Every live demo of this server: creates sessions (at most ``max_sessions`` waiting or
     running at once), finds them, and reaps them: a session whose page has been gone for
     ``leave_grace_s`` is stopped; an ended one is forgotten after ``retain_s`` (its run
@@ -456,22 +403,21 @@ class DemoManager:
         asr_factory: Callable[[], ASR | None] | None = None,
         participant_factory: Callable[[TaskSpec, int, ASR | None], LiveUser] | None = None,
     ) -> None:
-        self.runs_dir = runs_dir
+        super().__init__(runs_dir, clock=clock, limits=limits, reap_every_s=reap_every_s,
+                         name="demo")
         self.asr_factory = asr_factory
         """Speech recognition for mic mode (default: app.live.default_asr, shared with
         Study B; None when it cannot load: the call runs without transcripts)."""
         self.participant_factory = participant_factory
         """The live caller for mic mode (default: a LiveParticipant, as in Study B)."""
-        self.clock: ClockMode = clock
         self.max_sessions = max_sessions
         self.leave_grace_s = leave_grace_s
         self.retain_s = retain_s
         self.max_events = max_events
-        self.limits = dict(limits or {})
-        """Overrides of the task's ``limits`` (e.g. a short ``max_duration_ms`` in tests)."""
-        self.reap_every_s = reap_every_s
         self.sessions: dict[str, DemoSession] = {}
-        self._janitor = Janitor(self.reap, reap_every_s, "demo")
+
+    def sessions_held(self) -> list[DemoSession]:
+        return list(self.sessions.values())
 
     def active(self) -> list[DemoSession]:
         return [s for s in self.sessions.values() if not s.done]
@@ -480,11 +426,6 @@ class DemoManager:
         if len(self.active()) >= self.max_sessions:
             raise DemoBusy(f"{self.max_sessions} live demos are already running; stop one "
                            "or wait for one to finish")
-
-    def _effective(self, task: TaskSpec) -> TaskSpec:
-        if self.limits:
-            task = task.model_copy(update={"limits": task.limits.model_copy(update=self.limits)})
-        return task
 
     def create(self, task: TaskSpec, factory: AgentFactory, *, owner: str,
                seed: int = 0, mode: DemoMode = "listen",
@@ -543,19 +484,15 @@ class DemoManager:
                 continue
             ended = session.ended_at or now
             if session.pc is not None and now - ended > 5.0:
-                await session.close_listener()  # after the last audio has played out
+                await session.close_peer()  # after the last audio has played out
             if session.subscribers == 0 and now - max(ended, session.last_seen) > self.retain_s:
-                await session.close_listener()
+                await session.close_peer()
                 del self.sessions[session.id]
 
     async def close(self, timeout_s: float = 5.0) -> None:
         """Stop every session (server shutdown) and wait briefly for their runs to end."""
-        await self._janitor.stop()
-        for session in self.sessions.values():
-            session.request_stop("the server shut down")
-        deadline = time.monotonic() + timeout_s
-        while any(not s.done for s in self.sessions.values()) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        for session in self.sessions.values():
-            await session.close_listener()
+        await super().close(timeout_s)
+
+    def _stop_for_shutdown(self, session: DemoSession) -> None:
+        session.request_stop(self.shutdown_reason)
         self.sessions.clear()

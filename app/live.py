@@ -46,12 +46,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
+from app.live_run import LiveRun, LiveRunManager
 from app.models_study_b import LiveSession, Participant
 from app.rtc import (
     MAX_SDP_CHARS,
     AudioFeed,
-    ChangeSignal,
-    Janitor,
     LatencyProbe,
     MicSink,
     channel_track_class,
@@ -81,7 +80,6 @@ from runtime.user.live_user import VOICE_RMS
 from runtime.user.simulator import UserSource
 
 if TYPE_CHECKING:
-    from aiortc import RTCPeerConnection
 
     from runtime.speech.asr import ASR
     from runtime.user.live_user import RoleCard
@@ -90,7 +88,6 @@ log = logging.getLogger(__name__)
 
 CallState = Literal["waiting", "running", "complete", "incomplete", "failed"]
 OnDisconnect = Literal["rejoin", "incomplete"]
-ACTIVE: frozenset[str] = frozenset({"waiting", "running"})
 CARD_EVENTS = frozenset({"cue.show", "cue.done", "card.fact", "participant.connection",
                          "session.end"})
 """Event types after which the participant's card or call state may have changed."""
@@ -406,20 +403,20 @@ class CallProbes:
     """Called with every run event as it is logged (a robot participant listens here)."""
 
 
-class LiveCall:
+class LiveCall(LiveRun):
     """One participant session: its state, its role card, its peer connection and its run.
     The run (``_thread_main``, ``_run``) and the orchestrator hooks run on the call's own
-    thread; everything else on the server's event loop."""
+    thread; everything else on the server's event loop (app/live_run.py: what it shares
+    with a live demo)."""
 
     def __init__(
         self, plan: CallPlan, participant: LiveUser, *, clock: ClockMode,
         loop: asyncio.AbstractEventLoop, store: CallStore | None = None,
         feeder: MicFeeder | None = None, probes: CallProbes | None = None,
     ) -> None:
+        super().__init__(task=plan.task, run_dir=plan.run_dir, loop=loop)
         self.plan = plan
         self.key = plan.key
-        self.task = plan.task
-        self.run_dir = plan.run_dir
         self.on_disconnect: OnDisconnect = plan.on_disconnect
         self.participant = participant
         self.clock: ClockMode = clock
@@ -429,27 +426,14 @@ class LiveCall:
         self.state: CallState = "waiting"
         self.detail = ""
         """Why the call ended, for the researcher (never sent to the participant)."""
-        self.media_ms = 0
         self.agent_feed = AudioFeed(probe=self.probes.agent_out)
         self.mic = MicSink(self._push_mic, on_frame=self.probes.mic)
-        self.pc: RTCPeerConnection | None = None
-        self.listening = False
         self.connections = 0
         """Peer connections that reached "connected" (a rejoin adds one)."""
         self.participant_connected = False
         self.page_seen = False
-        self.subscribers = 0
-        self.last_seen = time.monotonic()
-        self.ended_at: float | None = None
         self.card_version = 0
-        self.signal = ChangeSignal(loop)
-        self._stop = threading.Event()
-        self._stop_reason = ""
         self._stop_outcome: CallState = "incomplete"
-        self._stop_at = 0.0
-        self._thread: threading.Thread | None = None
-        self._abandoned = False
-        self._drains: list[asyncio.Task[None]] = []
         self._end_detail = ""
         self._mic_lock = threading.Lock()
         self._mic_trim = 0
@@ -462,9 +446,10 @@ class LiveCall:
 
     # ---------------------------------------------------------------- what the page sees
 
-    @property
-    def done(self) -> bool:
-        return self.state not in ACTIVE
+    thread_name = "live"
+
+    def _label(self) -> str:
+        return str(self.key)
 
     def card(self) -> dict[str, Any]:
         view = card_view(self.participant.role_card())
@@ -491,42 +476,22 @@ class LiveCall:
 
     # ---------------------------------------------------------------- the run
 
-    def start(self) -> bool:
-        """Start the run (once); False if it already started or ended."""
-        if self.state != "waiting":
-            return False
-        self.state = "running"
-        # The row is written on the call's own thread (``_thread_main``): a database commit
-        # (an fsync on SQLite, a round trip on PostgreSQL) on the server's event loop would
-        # stall every other call's audio (issue 18).
-        self._thread = threading.Thread(target=self._thread_main, name=f"live-{self.key}",
-                                        daemon=True)
-        self._thread.start()
-        self.signal.wake()
-        return True
-
     def request_stop(self, reason: str, outcome: CallState = "incomplete") -> None:
         """End the run at its next frame (logged as ``infrastructure_error`` with ``reason``)
         and mark the session ``outcome``; a call that never started just closes."""
         if self.state == "waiting":
             self._finish(outcome, reason)
             self.signal.wake()
-        elif self.state == "running" and not self._stop.is_set():
-            self._stop_reason, self._stop_outcome = reason, outcome
-            self._stop_at = time.monotonic()
-            self._stop.set()
+        elif self._stop_running(reason):
+            self._stop_outcome = outcome
 
     def abandon_if_stuck(self, now: float, after_s: float = 10.0) -> None:
         """A run that has not reached its next frame ``after_s`` after a stop (an agent stuck
         in a call) is marked ended; its thread finishes on its own and changes nothing."""
-        if self.state == "running" and self._stop.is_set() and now - self._stop_at > after_s:
+        if self._stuck(now, after_s):
             self._abandoned = True
             self._finish(self._stop_outcome, f"{self._stop_reason} (the run did not end)")
             self.signal.wake()
-
-    def join(self, timeout: float | None = None) -> None:
-        if self._thread is not None:
-            self._thread.join(timeout)
 
     def _finish(self, state: CallState, detail: str) -> None:
         self.state, self.detail = state, detail
@@ -538,6 +503,9 @@ class LiveCall:
                 log.exception("live call %s: could not record the end", self.key)
 
     def _thread_main(self) -> None:
+        # The row is written here, on the call's own thread: a database commit (an fsync on
+        # SQLite, a round trip on PostgreSQL) on the server's event loop would stall every
+        # other call's audio (issue 18).
         state: CallState
         if self.store is not None:
             try:
@@ -755,19 +723,12 @@ class LiveCall:
         self.request_stop(ENDED_BY_PARTICIPANT)
         await self.close_peer()
 
-    async def close_peer(self) -> None:
-        pc, self.pc = self.pc, None
-        self.listening = False
-        await close_peer(pc)
-        for task in self._drains:
-            task.cancel()
-        self._drains = []
 
 
 # --------------------------------------------------------------------------- the manager
 
 
-class LiveCallManager:
+class LiveCallManager(LiveRunManager[LiveCall]):
     """Every live call of this server: opens one per session (at most ``max_calls`` running
     at once), finds them, and reaps them every ``reap_every_s``: a participant away for
     ``disconnect_grace_s`` is marked disconnected; with ``incomplete`` a call away for
@@ -783,23 +744,22 @@ class LiveCallManager:
         limits: Mapping[str, int] | None = None,
         feeder_factory: Callable[[CallPlan], MicFeeder | None] | None = None,
     ) -> None:
-        self.runs_dir = runs_dir
+        super().__init__(runs_dir, clock=clock, limits=limits, reap_every_s=reap_every_s,
+                         name="live call")
         self.store = store
-        self.clock: ClockMode = clock
         self.max_calls = max_calls
         self.disconnect_grace_s = disconnect_grace_s
         self.leave_grace_s = leave_grace_s
         self.rejoin_timeout_s = rejoin_timeout_s
         self.retain_s = retain_s
-        self.reap_every_s = reap_every_s
         self.asr_factory = asr_factory
         self.participant_factory = participant_factory
-        self.limits = dict(limits or {})
-        """Overrides of the task's ``limits`` (e.g. a short ``max_duration_ms`` in tests)."""
         self.feeder_factory = feeder_factory
         self.calls: dict[int, LiveCall] = {}
-        self._janitor = Janitor(self.reap, reap_every_s, "live call")
         self._opening: dict[int, asyncio.Lock] = {}
+
+    def sessions_held(self) -> list[LiveCall]:
+        return list(self.calls.values())
 
     def running(self) -> list[LiveCall]:
         return [c for c in self.calls.values() if c.state == "running"]
@@ -823,10 +783,8 @@ class LiveCallManager:
             call = self.calls.get(plan.key)
             if call is not None:
                 return call
-            task = plan.task
-            if self.limits:
-                task = task.model_copy(update={"limits": task.limits.model_copy(
-                    update=self.limits)})
+            task = self._effective(plan.task)
+            if task is not plan.task:
                 plan = dataclasses.replace(plan, task=task)
             asr = await asyncio.to_thread(self.asr_factory)
             participant = await asyncio.to_thread(self.participant_factory, task, plan.seed, asr)
@@ -869,17 +827,11 @@ class LiveCallManager:
                 await call.close_peer()
                 del self.calls[call.key]
 
-    async def close(self, timeout_s: float = 10.0) -> None:
-        """Stop every call (server shutdown) and wait briefly for their runs to end; each
-        ends ``incomplete`` with what it received on disk."""
-        await self._janitor.stop()
-        for call in self.calls.values():
-            call.request_stop(SERVER_SHUTDOWN)
-        deadline = time.monotonic() + timeout_s
-        while any(not c.done for c in self.calls.values()) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        for call in self.calls.values():
-            await call.close_peer()
+    def _stop_for_shutdown(self, call: LiveCall) -> None:
+        """Each call ends ``incomplete`` with what it received on disk."""
+        call.request_stop(SERVER_SHUTDOWN)
+
+    def _forget_all(self) -> None:
         self.calls.clear()
 
 

@@ -6,7 +6,6 @@ the field table at the end."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import time
@@ -14,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Request
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.auth import UserDep, verify_csrf
@@ -29,6 +28,7 @@ from app.demo import (
     resolve_agent,
 )
 from app.deps import is_htmx
+from app.live_run import closing_manager
 from app.routes.tasks import catalogue, get_task
 from app.runindex import grade_cached
 from app.security import event_stream
@@ -41,15 +41,7 @@ from runtime.core.spec import TaskSpec
 KEEPALIVE_S = 15.0
 
 
-@contextlib.asynccontextmanager
-async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    yield
-    manager: DemoManager | None = getattr(app.state, "demo", None)
-    if manager is not None:
-        await manager.close()
-
-
-router = APIRouter(lifespan=_lifespan)
+router = APIRouter(lifespan=closing_manager("demo"))
 
 
 def demo_manager(request: Request) -> DemoManager:

@@ -17,7 +17,6 @@ elapsed time only, never the event log, the agent spec or the run directory.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
@@ -41,6 +40,7 @@ from app.live import (
     participant_status,
     recover_interrupted,
 )
+from app.live_run import closing_manager
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.routes.tasks import catalogue
 from app.security import event_stream
@@ -70,18 +70,6 @@ JOIN_PROOFS = "join_claims"
 MAX_JOIN_PROOFS = 20
 
 
-@contextlib.asynccontextmanager
-async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    _manager_for(app)  # marks sessions cut off by a previous stop incomplete, at start-up
-    yield
-    manager: LiveCallManager | None = getattr(app.state, "live", None)
-    if manager is not None:
-        await manager.close()
-
-
-router = APIRouter(lifespan=_lifespan)
-
-
 def _manager_for(app: FastAPI) -> LiveCallManager:
     manager: LiveCallManager | None = getattr(app.state, "live", None)
     if manager is None:
@@ -90,6 +78,10 @@ def _manager_for(app: FastAPI) -> LiveCallManager:
         manager = LiveCallManager(settings.runs_dir, store=DbCallStore(app.state.engine))
         app.state.live = manager
     return manager
+
+
+# At start-up the manager marks sessions cut off by a previous stop incomplete.
+router = APIRouter(lifespan=closing_manager("live", start=_manager_for))
 
 
 async def live_manager(request: Request) -> LiveCallManager:
