@@ -1785,6 +1785,108 @@ class _Clause:
         return " ".join(self.words[self.lead():])
 
 
+# --------------------------------------------------------------------------- compiling a task
+
+def _field_phrases(task: TaskSpec) -> dict[tuple[str, ...], _Phrase]:
+    """Every phrase naming a field (its name, label or a synonym), with the fields it names."""
+    phrases: dict[tuple[str, ...], tuple[list[FieldKey], bool]] = {}
+    for artifact in task.artifacts:
+        for f in artifact.fields:
+            key = (artifact.id, f.name)
+            sources = [(f.name.replace("_", " "), True), (f.label, True)]
+            sources += [(s, False) for s in f.synonyms]
+            for text, primary in sources:
+                for toks in _phrase_variants(text):
+                    keys, was_primary = phrases.get(toks, ([], False))
+                    if key not in keys:
+                        keys.append(key)
+                    phrases[toks] = (keys, was_primary or primary)
+    return {
+        toks: _Phrase(toks, tuple(keys), primary) for toks, (keys, primary) in phrases.items()
+    }
+
+
+def _authorization_rules(task: TaskSpec) -> tuple[list[_Rule], set[tuple[str, ...]]]:
+    """The task's authorization rules with their verbs and object words, and every gated verb
+    sequence (the default gated verbs' included)."""
+    rules: list[_Rule] = []
+    gated: set[tuple[str, ...]] = set()
+    for default in _DEFAULT_GATED_VERBS:
+        gated |= _verb_sequences(default)
+    for rule in task.authorization:
+        verbs: set[tuple[str, ...]] = set()
+        for v in [*rule.verbs, rule.action.split(":", 1)[0] if ":" in rule.action else ""]:
+            if v.strip():
+                verbs |= _verb_sequences(v)
+        gated |= verbs
+        art = task.artifact(rule.artifact)
+        art_text = " ".join(
+            [rule.artifact.replace("_", " "), *rule.objects]
+            + ([art.title, art.kind] if art else [])
+        )
+        art_words = {
+            _stem(w) for w in _words(art_text)
+            if w not in _STOPWORDS and not w.isdigit() and len(w) > 1
+        }
+        rules.append(_Rule(rule, frozenset(verbs), frozenset(art_words)))
+    return rules, gated
+
+
+def _ungated_step_words(task: TaskSpec) -> frozenset[str]:
+    """Words of a step that needs no approval: the step verbs, and the first word of the
+    description and the name of every tool that is neither gated nor an update."""
+    gated_tools = {r.tool for r in task.authorization}
+    step = set(_STEP_VERBS)
+    for tool in task.tools:
+        if tool.name in gated_tools or tool.kind == "update":
+            continue
+        first = _words(tool.description)[:1]
+        step |= {_stem(w) for w in [*first, *_words(tool.name.replace("_", " "))]
+                 if w not in _STOPWORDS and len(w) > 2}
+    return frozenset(step)
+
+
+def _caller_field_values(task: TaskSpec) -> list[tuple[FieldKey, FieldSpec, list[Any]]]:
+    """Each field the caller's facts fill, with the distinctive values of the fact's versions."""
+    values: list[tuple[FieldKey, FieldSpec, list[Any]]] = []
+    for artifact in task.artifacts:
+        for f in artifact.fields:
+            fact = task.user.fact(f.source.fact) if f.source.fact else None
+            if fact is None:
+                continue
+            vals = [v.value for v in fact.versions
+                    if _distinctive(v.value)]
+            if vals:
+                values.append(((artifact.id, f.name), f, vals))
+    return values
+
+
+def _recap_field_values(task: TaskSpec) -> list[tuple[FieldKey, FieldSpec, list[Any]]]:
+    """Each field a recap may restate, with every value that counts as stated in a recap."""
+    # In a recap every stated value counts, whoever it came from: a caller's fact (any
+    # version, the caller's own name included), or the task's value of a field the agent
+    # fills from a document or an instruction; an enum field by any of its options.
+    recap: list[tuple[FieldKey, FieldSpec, list[Any]]] = []
+    for artifact in task.artifacts:
+        for f in artifact.fields:
+            fact = task.user.fact(f.source.fact) if f.source.fact else None
+            vals = [v.value for v in fact.versions] if fact is not None else (
+                [f.gold] if f.source.fact is None else [])
+            vals = [v for v in vals if v is not None and str(v).strip()]
+            if vals or (f.grader == "enum" and f.options):
+                recap.append(((artifact.id, f.name), f, vals))
+    return recap
+
+
+def _gated_by_first_word(
+        gated: set[tuple[str, ...]]) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """The gated verb sequences grouped by their first word."""
+    by_first: dict[str, list[tuple[str, ...]]] = {}
+    for seq in gated:
+        by_first.setdefault(seq[0], []).append(seq)
+    return {k: tuple(v) for k, v in by_first.items()}
+
+
 # --------------------------------------------------------------------------- observer
 
 _SHARED: OrderedDict[int, tuple[TaskSpec, SemanticActObserver]] = OrderedDict()
@@ -1800,43 +1902,10 @@ class SemanticActObserver:
                                      if isinstance(p.when, TriggerProposal))
         """Fields the caller weighs proposals for (the act model keeps information naming
         them)."""
-        phrases: dict[tuple[str, ...], tuple[list[FieldKey], bool]] = {}
-        for artifact in task.artifacts:
-            for f in artifact.fields:
-                key = (artifact.id, f.name)
-                sources = [(f.name.replace("_", " "), True), (f.label, True)]
-                sources += [(s, False) for s in f.synonyms]
-                for text, primary in sources:
-                    for toks in _phrase_variants(text):
-                        keys, was_primary = phrases.get(toks, ([], False))
-                        if key not in keys:
-                            keys.append(key)
-                        phrases[toks] = (keys, was_primary or primary)
-        self._phrases: dict[tuple[str, ...], _Phrase] = {
-            toks: _Phrase(toks, tuple(keys), primary) for toks, (keys, primary) in phrases.items()
-        }
+        self._phrases: dict[tuple[str, ...], _Phrase] = _field_phrases(task)
         self._lengths = sorted({len(t) for t in self._phrases}, reverse=True)
 
-        rules: list[_Rule] = []
-        gated: set[tuple[str, ...]] = set()
-        for default in _DEFAULT_GATED_VERBS:
-            gated |= _verb_sequences(default)
-        for rule in task.authorization:
-            verbs: set[tuple[str, ...]] = set()
-            for v in [*rule.verbs, rule.action.split(":", 1)[0] if ":" in rule.action else ""]:
-                if v.strip():
-                    verbs |= _verb_sequences(v)
-            gated |= verbs
-            art = task.artifact(rule.artifact)
-            art_text = " ".join(
-                [rule.artifact.replace("_", " "), *rule.objects]
-                + ([art.title, art.kind] if art else [])
-            )
-            art_words = {
-                _stem(w) for w in _words(art_text)
-                if w not in _STOPWORDS and not w.isdigit() and len(w) > 1
-            }
-            rules.append(_Rule(rule, frozenset(verbs), frozenset(art_words)))
+        rules, gated = _authorization_rules(task)
         self._rules = rules
         self._artifact_raw = frozenset(
             w for rule in task.authorization for o in rule.objects for w in _words(o))
@@ -1845,26 +1914,9 @@ class SemanticActObserver:
             _stem(w) for a in task.artifacts
             for w in _words(f"{a.title} {a.kind}".replace("_", " "))
             if w not in _STOPWORDS and len(w) > 2)
-        gated_tools = {r.tool for r in task.authorization}
-        step = set(_STEP_VERBS)
-        for tool in task.tools:
-            if tool.name in gated_tools or tool.kind == "update":
-                continue
-            first = _words(tool.description)[:1]
-            step |= {_stem(w) for w in [*first, *_words(tool.name.replace("_", " "))]
-                     if w not in _STOPWORDS and len(w) > 2}
-        self._step_words = frozenset(step)
+        self._step_words = _ungated_step_words(task)
         self._reference = task.reference_date
-        values: list[tuple[FieldKey, FieldSpec, list[Any]]] = []
-        for artifact in task.artifacts:
-            for f in artifact.fields:
-                fact = task.user.fact(f.source.fact) if f.source.fact else None
-                if fact is None:
-                    continue
-                vals = [v.value for v in fact.versions
-                        if _distinctive(v.value)]
-                if vals:
-                    values.append(((artifact.id, f.name), f, vals))
+        values = _caller_field_values(task)
         self._values = values
         self._caller_fields = frozenset(key for key, _, _ in values)
         self._worked_out = frozenset((a.id, f.name) for a in task.artifacts for f in a.fields
@@ -1877,18 +1929,7 @@ class SemanticActObserver:
         self._valued_memo: dict[str, tuple[FieldKey, ...]] = {}
         self._observed_memo: dict[str, tuple[Act, ...]] = {}
         self._fields_memo: dict[str, tuple[FieldKey, ...]] = {}
-        # In a recap every stated value counts, whoever it came from: a caller's fact (any
-        # version, the caller's own name included), or the task's value of a field the agent
-        # fills from a document or an instruction; an enum field by any of its options.
-        recap: list[tuple[FieldKey, FieldSpec, list[Any]]] = []
-        for artifact in task.artifacts:
-            for f in artifact.fields:
-                fact = task.user.fact(f.source.fact) if f.source.fact else None
-                vals = [v.value for v in fact.versions] if fact is not None else (
-                    [f.gold] if f.source.fact is None else [])
-                vals = [v for v in vals if v is not None and str(v).strip()]
-                if vals or (f.grader == "enum" and f.options):
-                    recap.append(((artifact.id, f.name), f, vals))
+        recap = _recap_field_values(task)
         self._recap_values = recap
         # the last four digits of every caller version of each phone field (_phone_tail)
         self._phone_tails = [
@@ -1915,12 +1956,7 @@ class SemanticActObserver:
             if spec.grader == "enum" or (vals and not any(_distinctive(v) for v in vals)))
         self._instructed = frozenset((a.id, f.name) for a in task.artifacts for f in a.fields
                                      if f.source.instruction)
-        by_first: dict[str, list[tuple[str, ...]]] = {}
-        for seq in gated:
-            by_first.setdefault(seq[0], []).append(seq)
-        self._gated: dict[str, tuple[tuple[str, ...], ...]] = {
-            k: tuple(v) for k, v in by_first.items()
-        }
+        self._gated: dict[str, tuple[tuple[str, ...], ...]] = _gated_by_first_word(gated)
 
     @classmethod
     def for_task(cls, task: TaskSpec) -> SemanticActObserver:
@@ -2385,11 +2421,9 @@ class SemanticActObserver:
         return unique
 
     def _classify(self, c: _Clause) -> list[Act]:
-        question = (c.question or self._question_form(c) or bool(_LATE_QUESTION.search(c.text))
-                    or bool(_WONDER.search(c.joined)))
-        summary = [Act(act="summarize", text=c.text)] if (
-            _SUMMARIZE.search(c.joined) or self._recap_list(c.text)
-            or self._announces_recap(c)) else []
+        """The acts of one clause: the first of the steps below that decides it wins."""
+        question = self._is_question(c)
+        summary = self._summary_act(c)
 
         if _CLOSE_QUESTION.search(c.joined):
             return [*summary, Act(act="close", text=c.text)]
@@ -2398,16 +2432,9 @@ class SemanticActObserver:
 
         proposal = self._proposes(c, question)
         if proposal:
-            rule = self._bind(c) or (
-                self._bind(_Clause.of(c.text, c.previous, False, []))
-                if c.previous and (self._bare_permission(c) or _PRO_FORM.search(c.joined))
-                else None
-            )
-            if rule is not None:
-                return [*summary, Act(
-                    act="request_approval", action=rule.action, artifact=rule.artifact,
-                    text=c.text,
-                )]
+            approval = self._approval_asked(c)
+            if approval is not None:
+                return [*summary, approval]
         choice = self._choice_offered(c) if question else []
         if question and _SOMEONE_DID_Q.match(c.led) and not choice:
             # "Has your manager already seen these dates?", "Is Tom planning to share the plan
@@ -2417,13 +2444,73 @@ class SemanticActObserver:
         fields = self._fields(c)
         if choice and not proposal:  # "Is it Vision Basic or Vision Plus?": the caller picks
             return [*summary, *self._field_acts("ask", choice, c.text)]
-        if proposal and fields and not (_AGENT_ACTS.search(c.joined)
-                                        or _AGENT_LOOKUP.search(c.joined)):
-            proposal = False  # "Could you confirm your date of birth?": a field, not an offer
-        if proposal and fields and re.search(r"\b(confirm|verify|check)\b", c.joined):
-            proposal = False  # "Can I confirm your date of birth?" (bound to no action above)
+        if proposal and self._field_not_leave(c, fields):
+            proposal = False
         stated = self._valued_fields(c.text)
-        if proposal or (
+        if proposal or self._offers(c, fields, stated):
+            return [*summary, Act(act="offer", text=c.text)]
+
+        if _CLOSE_ANY.search(c.joined) or (not question and _CLOSE.search(c.joined)):
+            return [*summary, *self._close_acts(c)]
+
+        stated = self._owned_values(c, fields, stated)
+        checked = self._confirmation_acts(c, question, summary, fields, stated)
+        if checked is not None:
+            return checked
+
+        if summary:
+            restated = self._summary_restated(c, question, fields, stated)
+            return [*summary, *(self._field_acts("read_back", restated, c.text)
+                                if restated else [])]
+
+        if self._greets(c, question):
+            return self._greeting_acts(c, question)
+
+        if question or self._requests(c):
+            asked = self._request_acts(c, question, fields)
+            if asked is not None:
+                return asked
+
+        return self._statement_acts(c, question, fields, stated)
+
+    def _is_question(self, c: _Clause) -> bool:
+        """The clause asks: a question mark, a question's word order, a question after a comma
+        or a wish to know ("I'd like to know ...")."""
+        return (c.question or self._question_form(c) or bool(_LATE_QUESTION.search(c.text))
+                or bool(_WONDER.search(c.joined)))
+
+    def _summary_act(self, c: _Clause) -> list[Act]:
+        """A summarize act if the clause sums up, lists a recap or announces one; else none."""
+        return [Act(act="summarize", text=c.text)] if (
+            _SUMMARIZE.search(c.joined) or self._recap_list(c.text)
+            or self._announces_recap(c)) else []
+
+    def _approval_asked(self, c: _Clause) -> Act | None:
+        """The approval request of a proposal, bound to the rule of its action (for a bare
+        "Shall I?", of the previous sentence's); None if no rule binds it."""
+        rule = self._bind(c) or (
+            self._bind(_Clause.of(c.text, c.previous, False, []))
+            if c.previous and (self._bare_permission(c) or _PRO_FORM.search(c.joined))
+            else None
+        )
+        if rule is None:
+            return None
+        return Act(
+            act="request_approval", action=rule.action, artifact=rule.artifact,
+            text=c.text,
+        )
+
+    def _field_not_leave(self, c: _Clause, fields: list[FieldKey]) -> bool:
+        """A proposal that names a field asks that field, not leave for an action."""
+        # "Could you confirm your date of birth?": a field, not an offer (no agent act named);
+        # "Can I confirm your date of birth?" (bound to no action before)
+        return bool(fields) and (not (_AGENT_ACTS.search(c.joined)
+                                      or _AGENT_LOOKUP.search(c.joined))
+                                 or bool(re.search(r"\b(confirm|verify|check)\b", c.joined)))
+
+    def _offers(self, c: _Clause, fields: list[FieldKey], stated: list[FieldKey]) -> bool:
+        """The clause offers the caller something (not a field asked, a greeting or a request)."""
+        return bool(
             _OFFER.search(c.joined)
             # "Do you want to add a handover note while we're at it?": an extra, when no field
             # is named ("Would you like to add dental as well?" asks the dental plan)
@@ -2438,17 +2525,20 @@ class SemanticActObserver:
             # "... a copy emailed to your sponsor as well?" offers an extra
             and not (fields and not _AGENT_ACTS.search(c.joined)
                      and not _EXTRA_SENT.search(c.joined) and not _MESSAGE_OFFER.search(c.joined))
-        ):
-            return [*summary, Act(act="offer", text=c.text)]
+        )
 
-        if _CLOSE_ANY.search(c.joined) or (not question and _CLOSE.search(c.joined)):
-            news = [Act(act="inform", text=c.text)] if any(
-                _NEWS_BEFORE_CLOSE.search(" ".join(_words(part)))
-                for part in re.split(r",|;|\bso\b", c.text)[:-1]) else []
-            # "..., the hiring manager will look over the notes and we'll be in touch, so,
-            # um, take care!": what happens next, then the send-off
-            return [*summary, *news, Act(act="close", text=c.text)]
+    def _close_acts(self, c: _Clause) -> list[Act]:
+        """A send-off, after an inform if news comes before it."""
+        news = [Act(act="inform", text=c.text)] if any(
+            _NEWS_BEFORE_CLOSE.search(" ".join(_words(part)))
+            for part in re.split(r",|;|\bso\b", c.text)[:-1]) else []
+        # "..., the hiring manager will look over the notes and we'll be in touch, so,
+        # um, take care!": what happens next, then the send-off
+        return [*news, Act(act="close", text=c.text)]
 
+    def _owned_values(self, c: _Clause, fields: list[FieldKey],
+                      stated: list[FieldKey]) -> list[FieldKey]:
+        """The stated fields, without those stated only by a value another field owns."""
         if len(fields) == 1 and fields[0] in stated:
             # one field named with its value owns that value; another field stays stated only
             # by a value of its own ("240 million in revenue and 75 thousand for phase one")
@@ -2466,6 +2556,12 @@ class SemanticActObserver:
             stated = [k for k in stated if k in fields or not any(
                 o != k and self._same_value(k, o) and not self._same_value(o, k)
                 for o in stated)]
+        return stated
+
+    def _confirmation_acts(self, c: _Clause, question: bool, summary: list[Act],
+                           fields: list[FieldKey], stated: list[FieldKey]) -> list[Act] | None:
+        """The acts of a clause that asks the caller to confirm values (or to say a value it
+        must confirm); None if it asks none."""
         if question and not fields and not stated and not any(w in _WH for w in c.words) and (
                 _CONFIRM_TAG.search(c.text) or _YOU_SAID.search(c.joined)
                 or re.match(r"^(and |ok |okay )?(so,? )?(it is|that is|you are|is that|was that|"
@@ -2494,68 +2590,91 @@ class SemanticActObserver:
                     not c.previous or _words(c.text) != c.previous):
                 named = self._near_value_field(c.text)
             return [*summary, *self._field_acts("confirm", named, c.text)]
+        return None
 
-        if summary:
-            restated = self._readback_fields(c, fields)
-            restated += [k for k in stated if k not in restated]
-            listed = self._recap_part(c.text)
-            if listed is not None:
-                restated += [k for k in self._recap_fields(listed) if k not in restated]
-            if restated and not question:
-                restated += [k for k in self._small_values_said(c) if k not in restated]
-            return [*summary, *(self._field_acts("read_back", restated, c.text)
-                                if restated else [])]
+    def _summary_restated(self, c: _Clause, question: bool, fields: list[FieldKey],
+                          stated: list[FieldKey]) -> list[FieldKey]:
+        """The fields a summary restates: read back, stated, listed, and small values beside."""
+        restated = self._readback_fields(c, fields)
+        restated += [k for k in stated if k not in restated]
+        listed = self._recap_part(c.text)
+        if listed is not None:
+            restated += [k for k in self._recap_fields(listed) if k not in restated]
+        if restated and not question:
+            restated += [k for k in self._small_values_said(c) if k not in restated]
+        return restated
 
-        if _GREET.search(c.led) or _GREET.search(c.joined) or _SMALL_TALK.search(c.joined) or (
-            not question and (_GREET_STATEMENT.search(c.joined) or _DESK_HELLO.search(c.joined) or (
-                not c.previous and self._desk_intro(c.text, c.text)))
-        ):
-            held = _HOLD_THANKS.match(c.joined)
-            if held and len(c.words) - len(held.group(0).split()) >= 4:
-                # "Thanks for holding, the check came back with no matches.": the news after
-                # the thanks is what the sentence says
-                return self._classify(_Clause.of(
-                    c.text, c.words[len(held.group(0).split()):], question, c.previous))
-            if self._caller_name and _WHO_IS_CALLING.search(c.joined):
-                # "Thanks for calling ..., who do I have the pleasure of speaking with?"
-                return [Act(act="greet", text=c.text),
-                        *self._field_acts("ask", self._caller_name, c.text)]
-            return [Act(act="greet", text=c.text)]
+    def _greets(self, c: _Clause, question: bool) -> bool:
+        """The clause greets, makes small talk or introduces the desk."""
+        return bool(
+            _GREET.search(c.led) or _GREET.search(c.joined) or _SMALL_TALK.search(c.joined) or (
+                not question and (
+                    _GREET_STATEMENT.search(c.joined) or _DESK_HELLO.search(c.joined) or (
+                        not c.previous and self._desk_intro(c.text, c.text))))
+        )
 
-        if question or ((_REQUEST.search(c.led) or _REQUEST.search(c.joined)) and not (
-                # "Give me a second while I look up your premium." / "And for the priority:
-                # a brake complaint with low fluid is P one.": a statement, no request
-                ((_AGENT_LOOKUP.search(c.joined) or _MOMENT_ASKED.search(c.joined))
-                 and not _REQUEST_NOT_BY_LEAD.search(_MOMENT_ASKED.sub(" ", c.joined)))
-                or (_REQUEST_BY_LEAD.match(c.joined) and not _REQUEST_NOT_BY_LEAD.search(c.joined)
-                    and self._recap_fields(c.text, named=False)
-                    and not self._choice_offered(c)))):
-            lead = c.words[c.lead()]
-            declarative = c.lead() > 0 and c.words[c.lead() - 1] in _SUBJECTS  # "you have"
-            if fields and c.text.rstrip().endswith("?") and "or" not in c.words and (
-                    lead in _IS_WAS or lead not in _AUX | _WH or declarative) and not (
-                    set(c.words) & _WH and not re.search(r"\bis that (what|who)\b", c.joined)
-                    ) and not re.search(r"\b(can|could|would|will) you\b", c.joined):
-                said = [k for k in fields if self._says_a_value(k, c.text)]
-                if said:  # "Was that four thousand at peak?": a value asked back
-                    return self._field_acts("confirm", said, c.text)
-            if fields:
-                if self._caller_name and _YOUR_SURNAME.search(c.joined) and (
-                        self._caller_name[0] not in fields):
-                    fields = [*self._caller_name, *fields]  # "spell your last name, and ..."
-                return self._field_acts("ask", fields, c.text)
-            if question and self._caller_name and (_WHO_IS_CALLING.search(c.joined)
-                                                   or _YOUR_SURNAME.search(c.joined)):
-                return self._field_acts("ask", self._caller_name, c.text)
-            if question:
-                return self._field_acts("ask", self._vocabulary_field(c), c.text)
-            need = _NEED_LEAD.match(c.led)
-            if need:  # "I'll need a number we can reach you on.": a request for a value
-                rest = c.led[need.end():].split()
-                wh = rest if rest and rest[0] in _WH else ["what", "is", *rest]
-                return self._field_acts("ask", self._vocabulary_field(
-                    _Clause.of(" ".join(wh), wh, True, [])), c.text)
+    def _greeting_acts(self, c: _Clause, question: bool) -> list[Act]:
+        """The acts of a greeting: the news after thanks for holding, or a greet (and the
+        caller's name asked, if it is)."""
+        held = _HOLD_THANKS.match(c.joined)
+        if held and len(c.words) - len(held.group(0).split()) >= 4:
+            # "Thanks for holding, the check came back with no matches.": the news after
+            # the thanks is what the sentence says
+            return self._classify(_Clause.of(
+                c.text, c.words[len(held.group(0).split()):], question, c.previous))
+        if self._caller_name and _WHO_IS_CALLING.search(c.joined):
+            # "Thanks for calling ..., who do I have the pleasure of speaking with?"
+            return [Act(act="greet", text=c.text),
+                    *self._field_acts("ask", self._caller_name, c.text)]
+        return [Act(act="greet", text=c.text)]
 
+    def _requests(self, c: _Clause) -> bool:
+        """The statement asks the caller for something (not a lookup announced, nor values
+        stated after a request's lead)."""
+        return bool((_REQUEST.search(c.led) or _REQUEST.search(c.joined)) and not (
+            # "Give me a second while I look up your premium." / "And for the priority:
+            # a brake complaint with low fluid is P one.": a statement, no request
+            ((_AGENT_LOOKUP.search(c.joined) or _MOMENT_ASKED.search(c.joined))
+             and not _REQUEST_NOT_BY_LEAD.search(_MOMENT_ASKED.sub(" ", c.joined)))
+            or (_REQUEST_BY_LEAD.match(c.joined) and not _REQUEST_NOT_BY_LEAD.search(c.joined)
+                and self._recap_fields(c.text, named=False)
+                and not self._choice_offered(c))))
+
+    def _request_acts(self, c: _Clause, question: bool,
+                      fields: list[FieldKey]) -> list[Act] | None:
+        """The acts of a question or request: a value asked back, or the fields asked; None if
+        a request asks nothing this can name."""
+        lead = c.words[c.lead()]
+        declarative = c.lead() > 0 and c.words[c.lead() - 1] in _SUBJECTS  # "you have"
+        if fields and c.text.rstrip().endswith("?") and "or" not in c.words and (
+                lead in _IS_WAS or lead not in _AUX | _WH or declarative) and not (
+                set(c.words) & _WH and not re.search(r"\bis that (what|who)\b", c.joined)
+                ) and not re.search(r"\b(can|could|would|will) you\b", c.joined):
+            said = [k for k in fields if self._says_a_value(k, c.text)]
+            if said:  # "Was that four thousand at peak?": a value asked back
+                return self._field_acts("confirm", said, c.text)
+        if fields:
+            if self._caller_name and _YOUR_SURNAME.search(c.joined) and (
+                    self._caller_name[0] not in fields):
+                fields = [*self._caller_name, *fields]  # "spell your last name, and ..."
+            return self._field_acts("ask", fields, c.text)
+        if question and self._caller_name and (_WHO_IS_CALLING.search(c.joined)
+                                               or _YOUR_SURNAME.search(c.joined)):
+            return self._field_acts("ask", self._caller_name, c.text)
+        if question:
+            return self._field_acts("ask", self._vocabulary_field(c), c.text)
+        need = _NEED_LEAD.match(c.led)
+        if need:  # "I'll need a number we can reach you on.": a request for a value
+            rest = c.led[need.end():].split()
+            wh = rest if rest and rest[0] in _WH else ["what", "is", *rest]
+            return self._field_acts("ask", self._vocabulary_field(
+                _Clause.of(" ".join(wh), wh, True, [])), c.text)
+        return None
+
+    def _statement_acts(self, c: _Clause, question: bool, fields: list[FieldKey],
+                        stated: list[FieldKey]) -> list[Act]:
+        """The acts of what is left: a step announced, an exclamation, a field named next,
+        values read back (with any news after them), or an inform."""
         if _ANNOUNCE_STEP.search(c.led):
             return [Act(act="inform", text=c.text)]  # "Let me check the routing guide ..."
         if (not question and c.text.rstrip().endswith("!") and not fields and not stated
@@ -2565,20 +2684,7 @@ class SemanticActObserver:
             return [Act(act="greet", text=c.text)]  # "Glad the webinar was useful!"
         if fields and not stated and self._field_named_next(c):
             return self._field_acts("ask", fields, c.text)  # "And then the due date, ..."
-        readback = self._readback_fields(c, fields)
-        readback += [k for k in stated if k not in readback]
-        if not readback and not question and (_READBACK_LEAD.search(c.joined) or _ACK.search(
-                c.joined) or _IT_IS.search(c.joined) or _SO_LEAD.match(c.joined)):
-            # "I've set the decision to go." / "Got it, vacation." / "May thirty-first it is."
-            recorded = bool(_RECORDED.search(c.joined))  # "I've set it as a P4."
-            readback = [k for k in self._recap_fields(c.text, named=False)
-                        if k not in self._instructed or k in fields or recorded]
-            # (not "It's booked": news)
-            readback += [k for k in self._small_values_said(c) if k not in readback]  # "4 people"
-            if not readback and (len(_value_words(c.words)) <= 6 or recorded):
-                readback = self._near_value_field(c.text)  # "I'll put it down as one fifty-eight"
-        if not readback and not question:
-            readback = self._phone_tail(c.text)  # "Zero one eight six, fixed."
+        readback = self._statement_restated(c, question, fields, stated)
         if readback and not question and self._offers_alternatives(c):
             return [Act(act="inform", text=c.text)]
         if readback and not question:
@@ -2593,6 +2699,25 @@ class SemanticActObserver:
             return [*self._field_acts("read_back", readback, c.text), *news]
         return [Act(act="inform", text=c.text)]
 
+    def _statement_restated(self, c: _Clause, question: bool, fields: list[FieldKey],
+                            stated: list[FieldKey]) -> list[FieldKey]:
+        """The fields a statement restates: read back, stated, recorded or a phone's tail."""
+        readback = self._readback_fields(c, fields)
+        readback += [k for k in stated if k not in readback]
+        if not readback and not question and (_READBACK_LEAD.search(c.joined) or _ACK.search(
+                c.joined) or _IT_IS.search(c.joined) or _SO_LEAD.match(c.joined)):
+            # "I've set the decision to go." / "Got it, vacation." / "May thirty-first it is."
+            recorded = bool(_RECORDED.search(c.joined))  # "I've set it as a P4."
+            readback = [k for k in self._recap_fields(c.text, named=False)
+                        if k not in self._instructed or k in fields or recorded]
+            # (not "It's booked": news)
+            readback += [k for k in self._small_values_said(c) if k not in readback]  # "4 people"
+            if not readback and (len(_value_words(c.words)) <= 6 or recorded):
+                readback = self._near_value_field(c.text)  # "I'll put it down as one fifty-eight"
+        if not readback and not question:
+            readback = self._phone_tail(c.text)  # "Zero one eight six, fixed."
+        return readback
+
     # ------------------------------------------------------------------ proposals
 
     def _bare_permission(self, c: _Clause) -> bool:
@@ -2601,6 +2726,16 @@ class SemanticActObserver:
     def _proposes(self, c: _Clause, question: bool) -> bool:
         """The sentence asks leave to carry out a gated verb or to go ahead. A subordinate
         clause does not count: "Before I submit it, what's your phone number?" asks a field."""
+        if self._leave_in_condition(c):
+            return True
+        c = self._main_after_subordinate(c, question)
+        if self._gated_only_subordinate(c) or self._no_leave_asked(c, question):
+            return False
+        return self._asks_leave(c, question)
+
+    def _leave_in_condition(self, c: _Clause) -> bool:
+        """A statement asks leave by a condition: "If so, I'll submit it", "If you're happy for
+        me to book the order, ..."."""
         agreed = _IF_AGREED.search(c.joined)
         if agreed:  # "If it is, I'll put the request through.": leave asked in a statement
             rest = list(itertools.takewhile(lambda x: x not in _TIME_CLAUSE,
@@ -2615,6 +2750,11 @@ class SemanticActObserver:
             if (self._has_gated(named) or _generic_proceed(" ".join(named))
                     or _WILL_PROCEED.search(leave.group("act"))):
                 return True
+        return False
+
+    def _main_after_subordinate(self, c: _Clause, question: bool) -> _Clause:
+        """The main clause after a leading subordinate one ("If that's all correct, ..."), or
+        the clause itself."""
         if c.words and c.words[0] in _SUBORDINATORS and "," in c.text:
             head, main = c.text.split(",", 1)
             main_words = _words(main)
@@ -2623,51 +2763,62 @@ class SemanticActObserver:
             previous = _words(head) if (" ".join(main_words) in _BARE_PERMISSION or bool(
                 _ASKS_PERMISSION.fullmatch(" ".join(main_words)))) else c.previous
             c = _Clause.of(main, main_words, question, previous)
+        return c
+
+    def _gated_only_subordinate(self, c: _Clause) -> bool:
+        """A gated verb only in a subordinate clause, with no leave asked outright."""
         main_only = _main_clauses(c.text)
         kept = _words(main_only)
         gated_anywhere = self._has_gated(c.words) or bool(_generic_proceed(c.joined))
-        if main_only != c.text and gated_anywhere and not (
+        # "..., so I've got them on the proposal when I send it", "just so I put the right
+        # thing in, is that ten thousand dollars or ten percent?"
+        return bool(main_only != c.text and gated_anywhere and not (
                 self._has_gated(kept) or _generic_proceed(" ".join(kept))) and not (
-                _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)):
-            # "..., so I've got them on the proposal when I send it", "just so I put the right
-            # thing in, is that ten thousand dollars or ten percent?"
-            return False
+                _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)))
+
+    def _no_leave_asked(self, c: _Clause, question: bool) -> bool:
+        """The gated verb is not the agent's to ask leave for: leave waited for or denied, the
+        caller's act, a greeting, or a question to the caller."""
         if not question and _WAITS_FOR_LEAVE.search(c.joined):
-            return False  # "Just so you know, nothing goes to finance until you give me the okay."
+            return True  # "Just so you know, nothing goes to finance until you give me the okay."
         if c.words and any(x in _NEGATION for x in c.words[:3]) and not question:
-            return False  # "Nothing gets submitted until you say so."
+            return True  # "Nothing gets submitted until you say so."
         if _CALLER_DID.search(c.joined):
-            return False  # "Did you already send the budget over yourself?": the caller's act
+            return True  # "Did you already send the budget over yourself?": the caller's act
         if _HOW_CAN_I_HELP.search(c.joined):
-            return False  # "Clinic scheduling, this is Dana, how can I help you today?"
+            return True  # "Clinic scheduling, this is Dana, how can I help you today?"
         purpose = _PURPOSE.search(c.joined)
         if purpose and purpose.start() > 0:
             before = c.joined[:purpose.start()].split()
             asks_caller = bool(_REQUEST.search(" ".join(before)) or set(before[:3]) & _WH)
             if asks_caller and not (self._has_gated(before)
                                     or _generic_proceed(" ".join(before))):
-                return False  # "Could you give me the date so I can put it in?": a request
+                return True  # "Could you give me the date so I can put it in?": a request
         content = _WHAT_I_WILL.search(c.joined)
         if content and self._has_gated(content.group(0).split()) and not _ASKS_PERMISSION.search(
                 c.joined):
-            return False  # "..., and that's what I'll put in, right?": what goes in, checked
+            return True  # "..., and that's what I'll put in, right?": what goes in, checked
         stranded = _STRANDED.search(c.joined)
         if stranded and self._has_gated(stranded.group("clause").split()):
-            return False  # "it's still the fourteenth we're sending this out for, yes?"
+            return True  # "it's still the fourteenth we're sending this out for, yes?"
         lead_purpose = _LEAD_PURPOSE.match(c.text)
         if lead_purpose:
             rest = _words(lead_purpose.group("rest"))
             if rest and (_REQUEST.match(" ".join(rest)) or rest[0] in _WH):
-                return False  # the question after the purpose asks the caller
+                return True  # the question after the purpose asks the caller
         lead = c.words[c.lead()] if c.words else ""
         explicit = bool(_APPROVAL_EXPLICIT_Q.search(c.joined)
                         or _APPROVAL_EXPLICIT_S.search(c.joined))
         if lead in _WH and not explicit and not (
                 _SUGGESTION.match(c.led) and self._bind(c) is not None):
-            return False  # "What happens after I submit?" (not "Why don't I submit it now?")
+            return True  # "What happens after I submit?" (not "Why don't I submit it now?")
         tail = _words(c.text.rsplit(",", 1)[1]) if "," in c.text else []
-        if _WH_THING.match(" ".join(tail)) and self._has_gated(tail) and not explicit:
-            return False  # "You're through to the desk, which incident are we escalating?"
+        # "You're through to the desk, which incident are we escalating?"
+        return bool(_WH_THING.match(" ".join(tail)) and self._has_gated(tail) and not explicit)
+
+    def _asks_leave(self, c: _Clause, question: bool) -> bool:
+        """The clause asks leave: an approval request, a gated verb asked about, or a bare "Is
+        that okay?" after a sentence with a gated verb."""
         if self._is_approval_request(c, question):
             return True
         gated = self._has_gated(c.words) or bool(_generic_proceed(c.joined))
