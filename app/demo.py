@@ -36,9 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from app.live_run import ACTIVE, LiveRun, LiveRunManager
+from app.live_run import ACTIVE, LiveRun, LiveRunManager, check_offer, mark_participant
 from app.rtc import (
-    MAX_SDP_CHARS,
     AudioFeed,
     MicSink,
     channel_track_class,
@@ -270,10 +269,9 @@ class DemoSession(LiveRun):
         try:
             result = await orch.run()
         finally:
-            close = getattr(self.participant, "close", None)
-            if callable(close):  # the live caller's transcription worker
+            if self.participant is not None:  # the live caller's transcription worker
                 with contextlib.suppress(Exception):
-                    close()
+                    self.participant.close()
         return _outcome(result.end_reason, result.media_ms)
 
     # ---------------------------------------------------------------- orchestrator hooks
@@ -315,13 +313,7 @@ class DemoSession(LiveRun):
     def _mark_caller(self, connected: bool) -> None:
         if self.participant is None or self.state != "running":
             return
-        try:
-            if connected:
-                self.participant.mark_connected()
-            else:
-                self.participant.mark_disconnected()
-        except Exception:
-            log.exception("demo %s: connection mark failed", self.id)
+        mark_participant(self.participant, connected, f"demo {self.id}")
 
     # ---------------------------------------------------------------- WebRTC
 
@@ -329,8 +321,7 @@ class DemoSession(LiveRun):
         """Answer the browser's offer: two receive-only audio transceivers (user, agent), or
         in mic mode one (the microphone in, the agent channel out). The run starts when the
         connection is up (or, listening, with :meth:`start`)."""
-        if sdp_type != "offer" or not sdp or len(sdp) > MAX_SDP_CHARS:
-            raise DemoError("expected an SDP offer of at most 20,000 characters")
+        check_offer(sdp, sdp_type, DemoError)
         if self.done:
             raise DemoError(f"this demo has ended ({self.state}); start a new one")
         try:

@@ -46,10 +46,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from app.live_run import LiveRun, LiveRunManager
+from app.live_run import LiveRun, LiveRunManager, check_offer, mark_participant
 from app.models_study_b import LiveSession, Participant
 from app.rtc import (
-    MAX_SDP_CHARS,
     AudioFeed,
     LatencyProbe,
     MicSink,
@@ -82,7 +81,7 @@ from runtime.user.simulator import UserSource
 if TYPE_CHECKING:
 
     from runtime.speech.asr import ASR
-    from runtime.user.live_user import RoleCard
+    from runtime.user.live_user import PendingPlan, RoleCard
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +151,20 @@ class LiveUser(UserSource, Protocol):
     def mark_connected(self) -> None: ...
 
     def mark_disconnected(self) -> None: ...
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Counters of the microphone path (``buffered_samples``: audio waiting)."""
+        ...
+
+    @property
+    def pending(self) -> PendingPlan | None:
+        """The plan the participant is cued to say now, if any."""
+        ...
+
+    def close(self) -> None:
+        """Stop the participant's transcription worker (the run has ended)."""
+        ...
 
 
 ParticipantFactory = Callable[[TaskSpec, int, "ASR | None"], LiveUser]
@@ -549,10 +562,8 @@ class LiveCall(LiveRun):
         try:
             return await orch.run()
         finally:
-            close = getattr(self.participant, "close", None)
-            if callable(close):  # the participant's transcription worker
-                with contextlib.suppress(Exception):
-                    close()
+            with contextlib.suppress(Exception):  # the participant's transcription worker
+                self.participant.close()
 
     # ---------------------------------------------------------------- orchestrator hooks
     # (called on the call's own thread)
@@ -615,9 +626,7 @@ class LiveCall(LiveRun):
         next quiet microphone audio (below the VAD's voice level: a cut inside a word would
         clip what the agent and the recognizer hear), counted in ``mic_trimmed``. The queue
         is measured again once that trim has been taken."""
-        stats = getattr(self.participant, "stats", None)
-        if not isinstance(stats, dict):
-            return
+        stats = self.participant.stats
         with self._mic_lock:
             if self._mic_trim:  # still waiting for quiet to take the last excess from
                 self._mic_levels.clear()
@@ -636,8 +645,7 @@ class LiveCall(LiveRun):
         """Answer the browser's offer: one audio transceiver, the microphone in and the agent
         channel out. The run starts when the connection is up; a later offer (a reload)
         replaces the connection of a running call."""
-        if sdp_type != "offer" or not sdp or len(sdp) > MAX_SDP_CHARS:
-            raise LiveCallError("expected an SDP offer of at most 20,000 characters")
+        check_offer(sdp, sdp_type, LiveCallError)
         if self.done:
             raise LiveCallError("this session has ended")
         if self.state == "running" and self.on_disconnect == "incomplete" and self.connections:
@@ -700,13 +708,7 @@ class LiveCall(LiveRun):
         if connected == self.participant_connected or self.state != "running":
             return
         self.participant_connected = connected
-        try:
-            if connected:
-                self.participant.mark_connected()
-            else:
-                self.participant.mark_disconnected()
-        except Exception:
-            log.exception("live call %s: connection mark failed", self.key)
+        mark_participant(self.participant, connected, f"live call {self.key}")
         self.signal.wake()
 
     def connection_lost(self, why: str) -> None:
@@ -868,13 +870,13 @@ class BankRobot:
             self._maybe_start(t_media_ms, call.participant)
         return self._queue.pop(0) if self._queue else None
 
-    def _maybe_start(self, t_ms: int, participant: Any) -> None:
+    def _maybe_start(self, t_ms: int, participant: LiveUser) -> None:
         from runtime.core.audio import frames
         from runtime.user.simulator import select_realization
 
         if self.max_utterances is not None and len(self.spoken) >= self.max_utterances:
             return
-        pending = getattr(participant, "pending", None)
+        pending = participant.pending
         if pending is None or (pending.plan_id, pending.shown_ms) in self._answered:
             return
         if t_ms - pending.shown_ms < self.reaction_ms:

@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 
-from app.rtc import ChangeSignal, Janitor, close_peer
+from app.rtc import MAX_SDP_CHARS, ChangeSignal, Janitor, close_peer
 from runtime.core.events import ClockMode
 from runtime.core.spec import TaskSpec
+
+log = logging.getLogger(__name__)
 
 ACTIVE: frozenset[str] = frozenset({"waiting", "running"})
 """The states of a session that has not ended."""
@@ -107,6 +111,42 @@ class LiveRun:
         for task in self._drains:
             task.cancel()
         self._drains = []
+
+
+def check_offer(sdp: str, sdp_type: str, error: type[Exception]) -> None:
+    """An SDP offer a session may answer, or ``error`` saying what was expected."""
+    if sdp_type != "offer" or not sdp or len(sdp) > MAX_SDP_CHARS:
+        raise error("expected an SDP offer of at most 20,000 characters")
+
+
+async def read_offer(request: Request) -> tuple[str, str] | None:
+    """``(sdp, type)`` from an offer request's JSON body, or None when it is not
+    ``{sdp, type}`` JSON."""
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if not isinstance(body, dict) or not isinstance(body.get("sdp"), str):
+        return None
+    return body["sdp"], str(body.get("type", ""))
+
+
+class ConnectionAware(Protocol):
+    def mark_connected(self) -> None: ...
+
+    def mark_disconnected(self) -> None: ...
+
+
+def mark_participant(participant: ConnectionAware, connected: bool, what: str) -> None:
+    """Tell a live participant its connection came or went (it logs
+    ``participant.connection``); a failure is logged, never raised into the caller."""
+    try:
+        if connected:
+            participant.mark_connected()
+        else:
+            participant.mark_disconnected()
+    except Exception:
+        log.exception("%s: connection mark failed", what)
 
 
 S = TypeVar("S", bound=LiveRun)

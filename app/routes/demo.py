@@ -28,7 +28,7 @@ from app.demo import (
     resolve_agent,
 )
 from app.deps import is_htmx
-from app.live_run import closing_manager
+from app.live_run import closing_manager, read_offer
 from app.routes.tasks import catalogue, get_task
 from app.runindex import grade_cached
 from app.security import event_stream
@@ -134,14 +134,11 @@ async def demo_page(request: Request, session_id: str, user: UserDep,
 async def demo_offer(request: Request, session_id: str, user: UserDep,
                      manager: ManagerDep) -> Response:
     session = _session(manager, session_id, user.username)
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        body = None
-    if not isinstance(body, dict) or not isinstance(body.get("sdp"), str):
+    offer = await read_offer(request)
+    if offer is None:
         return JSONResponse({"error": "expected JSON {sdp, type}"}, status_code=400)
     try:
-        answer = await session.answer(body["sdp"], str(body.get("type", "")))
+        answer = await session.answer(*offer)
     except DemoError as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
     session.last_seen = time.monotonic()

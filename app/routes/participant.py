@@ -40,7 +40,7 @@ from app.live import (
     participant_status,
     recover_interrupted,
 )
-from app.live_run import closing_manager
+from app.live_run import closing_manager, read_offer
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.routes.tasks import catalogue
 from app.security import event_stream
@@ -464,15 +464,12 @@ async def p_offer(request: Request, db: SessionDep, who: InviteeDep, session_id:
     call = await _live_call(request, db, who, session_id, manager)
     if who.study.status != "launched":
         return JSONResponse({"error": "this study is closed"}, status_code=409)
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        body = None
-    if not isinstance(body, dict) or not isinstance(body.get("sdp"), str):
+    offer = await read_offer(request)
+    if offer is None:
         return JSONResponse({"error": "expected JSON {sdp, type}"}, status_code=400)
     try:
         manager.check_capacity(call)
-        answer = await call.answer(body["sdp"], str(body.get("type", "")))
+        answer = await call.answer(*offer)
     except LiveCallError as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
     call.last_seen = time.monotonic()
