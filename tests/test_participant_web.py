@@ -398,7 +398,7 @@ def _role_card(cues: list[Cue]) -> RoleCard:
 
 
 def test_a_done_cue_stays_visible_until_a_newer_one_replaces_it() -> None:
-    from app.web import templates
+    from app.templating import templates
 
     def render(card: dict[str, Any]) -> str:
         return templates.get_template("_participant_card.html").render(card=card)
