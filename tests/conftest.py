@@ -1,4 +1,5 @@
-"""Shared fixtures: a private speech cache and helpers to run scripted campaigns."""
+"""Shared fixtures: a private speech cache, helpers to run scripted campaigns and the web
+app's test clients (``web_client``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from runtime.agents.errors import STRICT_PROTOCOL_ENV
 from runtime.core.spec import TaskSpec, default_tasks_dir, find_task, load_tasks
 from runtime.session.campaign import parse_agent_spec, run_dir_for, run_one
+from tests.webclient import WebClient, web_clients
 
 # Database tests on SQLite and on PostgreSQL (a throw-away cluster per session; tests/pg.py).
 pytest_plugins = ["tests.pg"]
@@ -34,6 +36,17 @@ def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             os.environ.pop(k, None)
         else:
             os.environ[k] = v
+
+
+@pytest.fixture
+def web_client(tmp_path: Path) -> Iterator[WebClient]:
+    """Builds the test's web clients (tests/webclient.py): ``web_client(runs)`` a client of a
+    fresh app on ``tmp_path / "data"`` with researcher "ada" and ``runs`` copied into its runs
+    directory (further keywords: its Settings), logged in (then at ``next_url``, "/tasks"
+    unless given; None: not logged in); ``web_client(app=app)`` a client of an app the test
+    made. Closed when the test ends."""
+    with web_clients(tmp_path / "data") as build:
+        yield build
 
 
 def bundled_tasks() -> list[TaskSpec]:

@@ -4,7 +4,6 @@ position differ, both stereo traces seekable from the rows, and the field diff a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from app.compare import Step, align
 from grading.gates import grade_run_dir
 from runtime.core.spec import find_task
 from tests.conftest import run_script
-from tests.webclient import researcher_client
+from tests.webclient import WebClient
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -32,9 +31,8 @@ def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def client(tmp_path: Path, runs_source: Path) -> Iterator[TestClient]:
-    with researcher_client(tmp_path / "data", runs_source) as c:
-        yield c
+def client(web_client: WebClient, runs_source: Path) -> TestClient:
+    return web_client(runs_source)
 
 
 def _rows(page: str) -> list[str]:

@@ -10,7 +10,6 @@ import hashlib
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from fastapi.testclient import TestClient
 from markupsafe import escape
 
 from tests.conftest import run_script
-from tests.webclient import researcher_client
+from tests.webclient import WebClient
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -39,9 +38,8 @@ def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def client(tmp_path: Path, runs_source: Path) -> Iterator[TestClient]:
-    with researcher_client(tmp_path / "data", runs_source) as c:
-        yield c
+def client(web_client: WebClient, runs_source: Path) -> TestClient:
+    return web_client(runs_source)
 
 
 def _json_block(html: str, block_id: str) -> object:

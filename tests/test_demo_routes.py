@@ -10,7 +10,6 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 from fastapi.testclient import TestClient
-from sqlmodel import Session
 
-from app.auth import create_user
 from app.demo import DEMO_DIR, DemoManager, agent_choices
 from app.settings import Settings
-from app.web import create_app
 from grading.gates import grade_run_dir
 from runtime.agents.base import InfrastructureError
 from runtime.core.audio import FRAME_MS, Pcm
@@ -35,7 +31,7 @@ from runtime.session.campaign import parse_agent_spec
 from runtime.session.orchestrator import Orchestrator
 from runtime.speechbank.bank import BankPlayer
 from runtime.user.simulator import FrozenSimulator
-from tests.webclient import PASSWORD, log_in, page_csrf
+from tests.webclient import PASSWORD, WebClient, log_in, page_csrf, researcher_app
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -47,13 +43,9 @@ def shared_app(tmp_path_factory: pytest.TempPathFactory,
                module_database_url: str | None) -> tuple[Any, Settings]:
     """One app for the module (loading the catalogue and hashing passwords takes seconds),
     one per database backend."""
-    settings = Settings(data_dir=tmp_path_factory.mktemp("demo") / "data",
-                        secret_key="test-secret", database_url=module_database_url)
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
-        create_user(session, "grace", PASSWORD)
-    return app, settings
+    app = researcher_app(tmp_path_factory.mktemp("demo") / "data", users=("ada", "grace"),
+                         database_url=module_database_url)
+    return app, app.state.settings
 
 
 @pytest.fixture
@@ -65,10 +57,8 @@ def app_and_settings(shared_app: tuple[Any, Settings]) -> tuple[Any, Settings]:
 
 
 @pytest.fixture
-def client(app_and_settings: tuple[Any, Settings]) -> Iterator[TestClient]:
-    app, _ = app_and_settings
-    with TestClient(app) as c:
-        yield c
+def client(app_and_settings: tuple[Any, Settings], web_client: WebClient) -> TestClient:
+    return web_client(app=app_and_settings[0], next_url=None)
 
 
 _csrf = page_csrf

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from app.auth import create_user
 from app.live import (
     PARTICIPANT_LABELS,
     BankRobot,
@@ -33,7 +31,6 @@ from app.live import (
 from app.models_study_a import Annotator, StudyA
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.settings import Settings
-from app.web import create_app
 from runtime.core.events import AgentSpeechStart, AgentTranscript, AgentTruncated, read_events
 from runtime.core.spec import TaskSpec, find_task
 from runtime.user.live_user import Cue, LiveParticipant, RoleCard
@@ -43,10 +40,10 @@ from study_protocols.visibility import (
     hidden_gold_strings,
     volunteer_facts,
 )
+from tests.webclient import PASSWORD, WebClient, researcher_app
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
-PASSWORD = "correct horse battery"
 SYSTEM = "scripted:oracle"
 CONSENT = "Consent paragraph one about the study.\n\nSecond paragraph: you may stop any time."
 CODE = "C0MPL3TE-42"
@@ -75,11 +72,10 @@ class World:
 
 
 def _setup(tmp_path: Path, *, on_disconnect: str = "rejoin") -> World:
-    settings = Settings(data_dir=tmp_path / "data", secret_key="test-secret")
-    app = create_app(settings)
+    app = researcher_app(tmp_path / "data")
+    settings = app.state.settings
     plan = {"P01": ["apexv1_070", "apexv1_051"], "P02": ["apexv1_070"]}
     with Session(app.state.engine) as db:
-        create_user(db, "ada", PASSWORD)
         study = StudyB(name="live audit", created_by="ada", status="launched", seed=0,
                        task_ids=["apexv1_070", "apexv1_051"], systems=[SYSTEM],
                        consent_text=CONSENT, completion_code=CODE,
@@ -125,9 +121,8 @@ def world(tmp_path: Path) -> World:
 
 
 @pytest.fixture
-def client(world: World) -> Iterator[TestClient]:
-    with TestClient(world.app) as c:
-        yield c
+def client(world: World, web_client: WebClient) -> TestClient:
+    return web_client(app=world.app, next_url=None)
 
 
 def _csrf(html: str) -> str:

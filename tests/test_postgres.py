@@ -114,11 +114,9 @@ def test_text_postgresql_cannot_hold_is_a_bad_request_not_a_server_error(tmp_pat
     a 400 that says what to do."""
     from fastapi.testclient import TestClient
 
-    from tests.webclient import log_in, page_csrf
+    from tests.webclient import log_in, page_csrf, researcher_app
 
-    app = create_app(Settings(data_dir=tmp_path / "data", secret_key=SECRET))
-    with Session(app.state.engine) as db:
-        create_user(db, "ada", PASSWORD)
+    app = researcher_app(tmp_path / "data", secret_key=SECRET)
     with TestClient(app, raise_server_exceptions=False) as client:
         token = page_csrf(client)
         nul = client.post("/login", data={"csrf_token": token, "username": "ad\x00a",

@@ -9,12 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
-from sqlmodel import Session
 
-from app.auth import create_user
-from app.settings import Settings
-from app.web import create_app
 from grading.gates import RunGrade, grade_events
 from runtime.core.events import (
     AgentAct,
@@ -31,7 +26,7 @@ from runtime.core.events import (
     ToolResult,
 )
 from runtime.core.spec import find_task
-from tests.webclient import PASSWORD, log_in
+from tests.webclient import WebClient
 
 TASK = "apexv1_070"
 
@@ -113,9 +108,8 @@ def test_grade_json_keeps_its_keys_and_adds_gate_failures(grade: RunGrade) -> No
 
 
 @pytest.mark.database
-def test_replay_page_links_each_gate_failure(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path / "data", secret_key="test-secret")
-    run_dir = settings.runs_dir / "hand" / TASK / "r0"
+def test_replay_page_links_each_gate_failure(tmp_path: Path, web_client: WebClient) -> None:
+    run_dir = tmp_path / "runs" / "hand" / TASK / "r0"
     run_dir.mkdir(parents=True)
     log = EventLog(run_dir / "events.jsonl", wall_clock=False)
     for ev in _events():
@@ -123,12 +117,7 @@ def test_replay_page_links_each_gate_failure(tmp_path: Path) -> None:
     log.close()
     (run_dir / "meta.json").write_text(json.dumps({"task_id": TASK, "agent": "scripted:x",
                                                    "seed": 0, "run_id": "hand"}))
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
-    with TestClient(app) as client:
-        log_in(client)
-        page = client.get(f"/runs/hand/{TASK}/r0/replay").text
+    page = web_client(tmp_path / "runs").get(f"/runs/hand/{TASK}/r0/replay").text
     listing = page.split('id="gate-failures"', 1)[1].split("</ul>", 1)[0]
     assert 'class="gate-link" href="#t=12.0" data-seek="12.0" data-seqs="5"' in listing
     assert 'href="#t=17.0" data-seek="17.0" data-seqs="8"' in listing

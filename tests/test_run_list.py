@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ import app.runindex as runindex
 import grading.gates as gates
 from runtime.core.rundir import RunDir
 from tests.conftest import run_script
-from tests.webclient import researcher_client
+from tests.webclient import WebClient
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -57,9 +56,8 @@ def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def client(tmp_path: Path, runs_source: Path) -> Iterator[TestClient]:
-    with researcher_client(tmp_path / "data", runs_source, next_url="/runs") as c:
-        yield c
+def client(web_client: WebClient, runs_source: Path) -> TestClient:
+    return web_client(runs_source, next_url="/runs")
 
 
 ALL = N_COPIES + 3

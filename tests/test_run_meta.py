@@ -31,7 +31,7 @@ from runtime.session.orchestrator import Orchestrator
 from runtime.speechbank.bank import BankPlayer
 from runtime.user.simulator import FrozenSimulator
 from tests.conftest import bundled_tasks
-from tests.webclient import researcher_client
+from tests.webclient import WebClient
 
 FIXTURE = Path(__file__).parent / "fixtures" / "runs_v1"
 CAMPAIGN_RUN = Path("campaign") / "apexv1_070" / "r0"
@@ -127,19 +127,20 @@ def _runs(html: str) -> list[str]:
 
 
 @pytest.mark.database
-def test_format_1_runs_list_replay_and_filter_by_study(tmp_path: Path, v1_runs: Path) -> None:
-    with researcher_client(tmp_path / "data", v1_runs) as client:
-        page = client.get("/runs")
-        assert page.status_code == 200
-        assert sorted(_runs(page.text)) == sorted([str(CAMPAIGN_RUN), str(STUDY_RUN)])
-        assert "Study B #3</option>" in page.text  # offered in the study filter
-        chosen = client.get("/runs", params={"study": "Study B #3"})
-        assert chosen.status_code == 200 and _runs(chosen.text) == [str(STUDY_RUN)]
-        assert _runs(client.get("/runs", params={"study": "Study B #4"}).text) == []
-        for rel in (CAMPAIGN_RUN, STUDY_RUN):
-            replay = client.get(f"/runs/{rel}/replay")
-            assert replay.status_code == 200, rel
-            assert "apexv1_070" in replay.text and "agent_hangup" in replay.text
+def test_format_1_runs_list_replay_and_filter_by_study(web_client: WebClient,
+                                                      v1_runs: Path) -> None:
+    client = web_client(v1_runs)
+    page = client.get("/runs")
+    assert page.status_code == 200
+    assert sorted(_runs(page.text)) == sorted([str(CAMPAIGN_RUN), str(STUDY_RUN)])
+    assert "Study B #3</option>" in page.text  # offered in the study filter
+    chosen = client.get("/runs", params={"study": "Study B #3"})
+    assert chosen.status_code == 200 and _runs(chosen.text) == [str(STUDY_RUN)]
+    assert _runs(client.get("/runs", params={"study": "Study B #4"}).text) == []
+    for rel in (CAMPAIGN_RUN, STUDY_RUN):
+        replay = client.get(f"/runs/{rel}/replay")
+        assert replay.status_code == 200, rel
+        assert "apexv1_070" in replay.text and "agent_hangup" in replay.text
 
 
 class _MisconfiguredAgent:

@@ -13,7 +13,6 @@ import json
 import math
 import re
 import struct
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
 from app import study_a as svc
-from app.auth import create_user
 from app.models_study_a import Annotator, ItemVisit, StudyA, StudyAItem
 from app.models_study_a import Rating as RatingRow
-from app.settings import Settings
-from app.web import create_app
 from runtime.core.spec import TaskSpec, default_tasks_dir, load_tasks
 from study_protocols.agreement import REPORT_CSV_COLUMNS, agreement_report, read_ratings_csv
 from study_protocols.study_a import sample_study_a
@@ -41,7 +37,7 @@ from study_protocols.visibility import (
     user_state_text,
     volunteer_facts,
 )
-from tests.webclient import PASSWORD, log_in
+from tests.webclient import WebClient, log_in, researcher_app
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -58,17 +54,12 @@ def tasks() -> dict[str, TaskSpec]:
 
 @pytest.fixture
 def app(tmp_path: Path) -> Any:
-    application = create_app(Settings(data_dir=tmp_path / "data", secret_key="test-secret"))
-    with Session(application.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
-    return application
+    return researcher_app(tmp_path / "data")
 
 
 @pytest.fixture
-def researcher(app: Any) -> Iterator[TestClient]:
-    with TestClient(app) as c:
-        login(c)
-        yield c
+def researcher(app: Any, web_client: WebClient) -> TestClient:
+    return web_client(app=app, next_url="/studies/a")
 
 
 def _form_csrf(client: TestClient, path: str) -> str:

@@ -14,11 +14,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
 from app import study_b as svc
-from app.auth import create_user
 from app.models_study_b import Participant, StudyB
-from app.settings import Settings
-from app.web import create_app
-from tests.webclient import PASSWORD, log_in
+from tests.webclient import log_in, researcher_app
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -29,10 +26,8 @@ SYSTEMS = ("scripted:oracle", "scripted:negative_unfinalized")
 def app_and_study(tmp_path: Path) -> Iterator[tuple[Any, int]]:
     # One test client plays every participant here: the per-client claim limit is lifted
     # (tests/security/test_join_link.py covers the limits).
-    app = create_app(Settings(data_dir=tmp_path / "data", secret_key="test-secret",
-                              join_client_limit="1000/hour"))
+    app = researcher_app(tmp_path / "data", join_client_limit="1000/hour")
     with Session(app.state.engine) as db:
-        create_user(db, "ada", PASSWORD)
         tasks = app.state.catalogue.tasks
         scripted = [t for t in sorted(tasks)
                     if (tasks[t].folder / "scripts" / "negative_unfinalized.yaml").is_file()]

@@ -10,7 +10,6 @@ import io
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +17,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from app.auth import create_user
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.settings import Settings
 from app.study_b import session_run_rel
-from app.web import create_app
 from runtime.core.events import (
     AuthDecisionEvent,
     AuthGrant,
@@ -38,7 +35,7 @@ from runtime.core.events import (
 )
 from study_protocols.study_b import PlannedSession, StudyBPlan, check_plan, make_plan
 from tests.conftest import run_script
-from tests.webclient import PASSWORD, log_in, page_csrf
+from tests.webclient import WebClient, log_in, page_csrf
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -49,13 +46,8 @@ SEED = 3
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    settings = Settings(data_dir=tmp_path / "data", secret_key="test-secret")
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
-    with TestClient(app) as c:
-        yield c
+def client(web_client: WebClient) -> TestClient:
+    return web_client(next_url=None)
 
 
 _csrf = page_csrf

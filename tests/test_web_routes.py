@@ -3,14 +3,13 @@ pages, 404 pages, and replay of damaged run directories."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import run_script
-from tests.webclient import PASSWORD, log_in, page_csrf, researcher_client
+from tests.webclient import PASSWORD, WebClient, log_in, page_csrf
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -26,9 +25,8 @@ def runs_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def client(tmp_path: Path, runs_source: Path) -> Iterator[TestClient]:
-    with researcher_client(tmp_path / "data", runs_source, next_url=None) as c:
-        yield c
+def client(web_client: WebClient, runs_source: Path) -> TestClient:
+    return web_client(runs_source, next_url=None)
 
 
 _csrf = page_csrf

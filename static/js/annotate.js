@@ -65,20 +65,8 @@
 
   let chain = Promise.resolve();
 
-  async function post(change) {
-    const res = await fetch(root.dataset.rateUrl, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: {"Content-Type": "application/json", "Accept": "application/json",
-                "X-CSRF-Token": csrf},
-      body: JSON.stringify(change),
-    });
-    let body = null;
-    try { body = await res.json(); } catch (e) { body = null; }
-    if (!res.ok) {
-      throw new Error(body && body.error ? body.error : `the server answered ${res.status}`);
-    }
-    return body;
+  function post(change) {
+    return apex.postJSON(root.dataset.rateUrl, change, csrf);
   }
 
   function save(change) {
@@ -128,17 +116,7 @@
       show("Play the whole clip once to open the ratings (R replays from the start).", "error");
       return;
     }
-    fetch(root.dataset.playedUrl, {
-      method: "POST", credentials: "same-origin",
-      headers: {"Content-Type": "application/json", "Accept": "application/json",
-                "X-CSRF-Token": csrf},
-      body: "{}",
-    }).then(async (res) => {
-      if (!res.ok) {
-        let body = null;
-        try { body = await res.json(); } catch (e) { body = null; }
-        throw new Error(body && body.error ? body.error : `the server answered ${res.status}`);
-      }
+    apex.postJSON(root.dataset.playedUrl, {}, csrf).then(() => {
       openRatings();
       show("Heard: you can rate now", "ok");
     }).catch((err) => show("Not recorded: " + (err.message || err), "error"));
@@ -248,10 +226,7 @@
   window.addEventListener("pagehide", () => {
     if (locked || comment.value === commentSent) return;
     commentSent = comment.value;
-    fetch(root.dataset.rateUrl, {
-      method: "POST", keepalive: true, credentials: "same-origin",
-      headers: {"Content-Type": "application/json", "X-CSRF-Token": csrf},
-      body: JSON.stringify({comment: comment.value}),
-    });
+    apex.postJSON(root.dataset.rateUrl, {comment: comment.value}, csrf, {keepalive: true})
+      .catch(() => {});
   });
 })();

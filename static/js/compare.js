@@ -18,7 +18,7 @@
   }
 
   document.addEventListener("click", (e) => {
-    const button = e.target instanceof Element ? e.target.closest("button.seek") : null;
+    const button = apex.closest(e, "button.seek");
     if (!button) return;
     seek(button.dataset.side, parseFloat(button.dataset.t));
   });

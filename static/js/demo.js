@@ -14,7 +14,7 @@
   const csrf = root.dataset.csrf;
   const $ = (sel) => document.getElementById(sel);
   const mode = root.dataset.mode || "listen";
-  const MIC = { echoCancellation: false, noiseSuppression: false, autoGainControl: false };
+  const { esc, actLabel } = window.apex;
   const demo = {
     id, mode, pc: null, stream: null, state: root.dataset.state, stats: {}, events: 0,
     ended: false, mediaEnded: false, playersStopped: false, resultLoaded: false, card: null,
@@ -22,7 +22,6 @@
   };
   window.demo = demo;
 
-  function esc(s) { const d = document.createElement("div"); d.textContent = String(s); return d.innerHTML; }
   function secs(ms) { return (ms / 1000).toFixed(1) + " s"; }
   function notice(text) { const n = $("demo-notice"); n.textContent = text; n.hidden = false; }
   function add(listId, html, cls) {
@@ -61,7 +60,7 @@
         lastAgentLine = add("demo-transcript", at + '<span class="who">agent</span> “' + esc(e.text) + "”", "agent");
         break;
       case "agent.act":
-        if (lastAgentLine) lastAgentLine.insertAdjacentHTML("beforeend", ' <span class="tag act">' + esc(e.act + (e.field ? "(" + e.field + ")" : "") + (e.action ? "(" + e.action + ")" : "")) + "</span>");
+        if (lastAgentLine) lastAgentLine.insertAdjacentHTML("beforeend", ' <span class="tag act">' + esc(actLabel(e)) + "</span>");
         break;
       case "agent.truncated":
         add("demo-duplex", at + "agent cut off after " + e.heard_ms + " ms (" + esc(e.reason) + "), " + e.dropped_ms + " ms dropped", "ev-agent-truncated");
@@ -200,12 +199,12 @@
     await sampleStats().catch(() => null);
     for (const el of document.querySelectorAll(".demo-audio audio")) {
       el.pause();
-      const stream = el.srcObject;
-      if (stream) for (const t of stream.getTracks()) t.stop();
+      apex.stopTracks(el.srcObject);
       el.dataset.finalTime = el.currentTime.toFixed(1);
     }
-    if (demo.stream) { for (const t of demo.stream.getTracks()) t.stop(); demo.stream = null; }
-    if (demo.pc) { try { demo.pc.close(); } catch (e) { /* already closed */ } }
+    apex.stopTracks(demo.stream);
+    demo.stream = null;
+    apex.closePeer(demo.pc);
     $("demo-rtc").textContent = "call ended at " + $("demo-clock").textContent;
     demo.playersStopped = true;
   }
@@ -262,15 +261,6 @@
   };
 
   // ------------------------------------------------------------------ WebRTC
-  function gathered(pc) {
-    if (pc.iceGatheringState === "complete") return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => { if (pc.iceGatheringState === "complete") resolve(); };
-      pc.addEventListener("icegatheringstatechange", done);
-      setTimeout(resolve, 3000);
-    });
-  }
-
   async function sampleStats() {
     const pc = demo.pc;
     if (!pc || pc.connectionState === "closed") return;
@@ -298,22 +288,20 @@
     });
   }
 
-  function micProblem(err) {
-    const name = err && err.name;
-    if (name === "NotAllowedError" || name === "SecurityError") return "The browser blocked the microphone: allow it for this site, then press Start call again.";
-    if (name === "NotFoundError" || name === "OverconstrainedError") return "No microphone was found: plug one in, then press Start call again.";
-    if (!navigator.mediaDevices) return "This page cannot use the microphone here (it needs https or localhost and an up-to-date browser).";
-    return "The microphone could not be started (" + (name || err) + ").";
-  }
+  const MIC_WORDS = {
+    blocked: "The browser blocked the microphone: allow it for this site, then press Start call again.",
+    missing: "No microphone was found: plug one in, then press Start call again.",
+    unsupported: "This page cannot use the microphone here (it needs https or localhost and an up-to-date browser).",
+  };
 
   async function listen() {
     const btn = $("demo-listen");
     btn.disabled = true;
     if (mode === "mic" && !demo.stream) {
       try {
-        demo.stream = await navigator.mediaDevices.getUserMedia({ audio: MIC, video: false });
+        demo.stream = await apex.microphone();
       } catch (err) {
-        notice(micProblem(err));
+        notice(apex.micProblem(err, MIC_WORDS));
         btn.disabled = false;
         return;
       }
@@ -339,15 +327,7 @@
         $("demo-rtc").textContent = "audio " + pc.connectionState;
         if (pc.connectionState === "failed" && !demo.ended) notice("The audio connection failed; the run goes on without sound.");
       };
-      await pc.setLocalDescription(await pc.createOffer());
-      await gathered(pc);
-      const r = await fetch("/demo/" + id + "/offer", {
-        method: "POST", credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-        body: JSON.stringify({ sdp: pc.localDescription.sdp, type: pc.localDescription.type }),
-      });
-      const answer = await r.json().catch(() => ({ error: "HTTP " + r.status }));
-      if (!r.ok) throw new Error(answer.error || "HTTP " + r.status);
+      const answer = await apex.offer(pc, "/demo/" + id + "/offer", csrf);
       demo.roles = answer.tracks;
       await pc.setRemoteDescription({ type: answer.type, sdp: answer.sdp });
       if (!demo.mediaEnded) demo.statsTimer = setInterval(sampleStats, 500);
@@ -359,7 +339,7 @@
   }
   $("demo-listen").addEventListener("click", listen);
   window.addEventListener("pagehide", () => {
-    if (demo.pc) demo.pc.close();
-    if (demo.stream) for (const t of demo.stream.getTracks()) t.stop();
+    apex.closePeer(demo.pc);
+    apex.stopTracks(demo.stream);
   });
 })();

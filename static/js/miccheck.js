@@ -67,7 +67,7 @@
       return;
     }
     try {
-      stream = await navigator.mediaDevices.getUserMedia({ audio: { echoCancellation: false, noiseSuppression: false, autoGainControl: false }, video: false });
+      stream = await apex.microphone();
     } catch (err) {
       explain(err);
       return;
@@ -174,5 +174,5 @@
   $("headphones-confirm").addEventListener("change", ready);
 
   // Leaving the page turns the microphone off.
-  window.addEventListener("pagehide", () => { if (stream) for (const t of stream.getTracks()) t.stop(); });
+  window.addEventListener("pagehide", () => apex.stopTracks(stream));
 })();

@@ -12,7 +12,6 @@
   const base = root.dataset.base;
   const csrf = root.dataset.csrf;
   const $ = (id) => document.getElementById(id);
-  const MIC = { echoCancellation: false, noiseSuppression: false, autoGainControl: false };
   const CONNECTION_WORDS = {
     new: "connecting…", connecting: "connecting…", connected: "connected",
     disconnected: "connection lost", failed: "connection lost", closed: "not connected",
@@ -109,38 +108,23 @@
   }
 
   // ------------------------------------------------------------------ the call
-  function micProblem(err) {
-    const name = err && err.name;
-    if (name === "NotAllowedError" || name === "SecurityError") {
-      return "Your browser blocked the microphone. Click the microphone or lock icon next to the address bar, choose Allow, then press Start call again.";
-    }
-    if (name === "NotFoundError" || name === "OverconstrainedError") {
-      return "No microphone was found. Plug in a microphone or headset, then press Start call again.";
-    }
-    if (!navigator.mediaDevices) return "This page cannot use the microphone here. Open the link in an up-to-date Chrome, Edge or Firefox.";
-    return "The microphone could not be started (" + (name || err) + ").";
-  }
-
-  function waitForIce(pc) {
-    if (pc.iceGatheringState === "complete") return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => { if (pc.iceGatheringState === "complete") { pc.removeEventListener("icegatheringstatechange", done); resolve(); } };
-      pc.addEventListener("icegatheringstatechange", done);
-      setTimeout(resolve, 3000);
-    });
-  }
+  const MIC_WORDS = {
+    blocked: "Your browser blocked the microphone. Click the microphone or lock icon next to the address bar, choose Allow, then press Start call again.",
+    missing: "No microphone was found. Plug in a microphone or headset, then press Start call again.",
+    unsupported: "This page cannot use the microphone here. Open the link in an up-to-date Chrome, Edge or Firefox.",
+  };
 
   async function startCall() {
     error("");
     $("call-start").disabled = true;
     try {
-      if (!p.stream) p.stream = await navigator.mediaDevices.getUserMedia({ audio: MIC, video: false });
+      if (!p.stream) p.stream = await apex.microphone();
     } catch (err) {
-      error(micProblem(err));
+      error(apex.micProblem(err, MIC_WORDS));
       $("call-start").disabled = false;
       return;
     }
-    if (p.pc) { try { p.pc.close(); } catch (e) { /* already closed */ } }
+    apex.closePeer(p.pc);
     const pc = new RTCPeerConnection({ iceServers: [] });
     p.pc = pc;
     p.connection = "new";
@@ -163,14 +147,7 @@
       }
     });
     try {
-      await pc.setLocalDescription(await pc.createOffer());
-      await waitForIce(pc);
-      const r = await fetch(base + "/offer", {
-        method: "POST", headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf },
-        body: JSON.stringify({ sdp: pc.localDescription.sdp, type: pc.localDescription.type }),
-      });
-      const answer = await r.json();
-      if (!r.ok) throw new Error(answer.error || ("HTTP " + r.status));
+      const answer = await apex.offer(pc, base + "/offer", csrf);
       await pc.setRemoteDescription(answer);
     } catch (err) {
       error("Could not connect the call: " + err.message);
@@ -181,9 +158,10 @@
   }
 
   function hangUpLocal() {
-    if (p.pc) { try { p.pc.close(); } catch (e) { /* already closed */ } }
+    apex.closePeer(p.pc);
     p.pc = null;
-    if (p.stream) { for (const t of p.stream.getTracks()) t.stop(); p.stream = null; }
+    apex.stopTracks(p.stream);
+    p.stream = null;
     $("connection").textContent = "not connected";
     showLabel();
   }

@@ -17,6 +17,7 @@
   // decision seq -> the latest researcher correction of that auth.decision (grading uses it)
   const corrected = {};
   for (const c of JSON.parse((corrEl && corrEl.textContent) || "[]")) corrected[c.decision_seq] = c;
+  const { esc, actLabel, closest } = window.apex;
   const run = root.dataset.run;
   const hasTrace = root.dataset.hasTrace === "true";
   const lanesEl = document.getElementById("lanes");
@@ -62,7 +63,7 @@
       // A live participant's speech has no text when it starts: the transcript follows.
       case "user.speech.start": return e.text ? q(e.text) : "speaking (" + e.plan_id + ")";
       case "agent.transcript": return e.text ? q(e.text) : "agent turn " + e.turn + " (no transcript)";
-      case "agent.act": return e.act + (e.field ? "(" + e.field + ")" : "") + (e.action ? "(" + e.action + ")" : "");
+      case "agent.act": return actLabel(e);
       case "agent.truncated": return "truncated, heard " + e.heard_ms + " ms";
       case "agent.hangup": return "agent hung up";
       case "agent.error": return "agent error: " + (e.category || "") + (e.message ? " " + e.message : "");
@@ -306,8 +307,6 @@
     return { arts, auth };
   }
 
-  function esc(s) { const d = document.createElement("div"); d.textContent = String(s); return d.innerHTML; }
-
   let shownKey = null;
   function render(t) {
     now = t;
@@ -368,11 +367,11 @@
     document.getElementById("zoom-fit").addEventListener("click", () => zoom(0));
     // A chip reached with Tab outside the shown part of the run: bring it into view.
     lanesEl.addEventListener("focusin", (ev) => {
-      const chip = ev.target instanceof Element ? ev.target.closest("button.ev") : null;
+      const chip = closest(ev, "button.ev");
       if (chip) keepInView(parseFloat(chip.dataset.t));
     });
     lanesEl.addEventListener("click", (ev) => {
-      const chip = ev.target instanceof Element ? ev.target.closest("button.ev") : null;
+      const chip = closest(ev, "button.ev");
       if (chip) seek(parseFloat(chip.dataset.t));
     });
     if (!hasTrace || !window.WaveSurfer) { window.replayReady = true; return; }
@@ -446,7 +445,7 @@
   // a gate failure's link also marks the events behind it. No inline handlers, which the
   // Content Security Policy would block.
   document.addEventListener("click", (ev) => {
-    const link = ev.target instanceof Element ? ev.target.closest("a[data-seek]") : null;
+    const link = closest(ev, "a[data-seek]");
     if (!link) return;
     ev.preventDefault();
     if (link.dataset.seqs !== undefined) {

@@ -25,12 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import Session
 
-from app.auth import create_user
-from app.settings import Settings
-from app.web import create_app
 from tests.conftest import run_script
+from tests.webclient import PASSWORD, researcher_app
 
 pytestmark = pytest.mark.sqlite_only(
     reason="the app server runs inside a loopback-only network namespace (unshare -n) that "
@@ -41,7 +38,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 SCREENSHOTS = HERE / "screenshots"
-PASSWORD = "correct horse battery"
 TIMEOUT_S = 240
 
 
@@ -59,6 +55,16 @@ def skip_reason() -> str | None:
         return ("cannot create a loopback-only network namespace (unshare -n needs root or "
                 f"user namespaces): {probe.stderr.strip()[:200]}")
     return None
+
+
+def scenario_app(tmp_path_factory: pytest.TempPathFactory, name: str) -> Any:
+    """The app of a scenario's server: a fresh data folder ``<tmp>/<name>*/data`` with
+    researcher "ada" (:data:`PASSWORD`); its caller lets go of the database before the server
+    starts. Skips the test where the browser cannot run here."""
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    return researcher_app(tmp_path_factory.mktemp(name) / "data", secret_key="browser-test-secret")
 
 
 def run_scenario(script: str, config: Path, timeout_s: float, extra_log: Path | None = None,
@@ -84,15 +90,10 @@ def run_scenario(script: str, config: Path, timeout_s: float, extra_log: Path | 
 
 @pytest.fixture(scope="module")
 def browser_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    data = tmp_path_factory.mktemp("browser") / "data"
-    settings = Settings(data_dir=data, secret_key="browser-test-secret")
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
+    app = scenario_app(tmp_path_factory, "browser")
     app.state.engine.dispose()
+    settings = app.state.settings
+    data = settings.data_dir
     # The replay target, and the oracle's agent speech cached for the live demo.
     run_script("apexv1_070", "oracle", settings.runs_dir / "camp")
     config = data.parent / "scenario.json"

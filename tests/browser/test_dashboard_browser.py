@@ -24,13 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import Session
 
-from app.auth import create_user
-from app.settings import Settings
-from app.web import create_app
 from tests.browser.dashboard_data import build_campaigns
-from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, skip_reason
+from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, scenario_app
 
 # The pages read run directories; the database holds only the login (tests/pg.py).
 pytestmark = pytest.mark.sqlite_only(reason="the dashboard reads run directories, not the "
@@ -44,15 +40,10 @@ MIN_TEXT_PX = 10.0  # rendered height of any text on a chart (the old Pass@k cha
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    data = tmp_path_factory.mktemp("dashboard_browser") / "data"
-    settings = Settings(data_dir=data, secret_key="browser-test-secret")
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
+    app = scenario_app(tmp_path_factory, "dashboard_browser")
     app.state.engine.dispose()
+    settings = app.state.settings
+    data = settings.data_dir
     campaigns = build_campaigns(settings.runs_dir)
     config = data.parent / "dashboard_scenario.json"
     config.write_text(json.dumps({

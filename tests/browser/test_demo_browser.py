@@ -20,16 +20,12 @@ from typing import Any
 import numpy as np
 import pytest
 import soundfile as sf
-from sqlmodel import Session
 
-from app.auth import create_user
-from app.settings import Settings
-from app.web import create_app
 from runtime.core.audio import resample
 from runtime.core.events import read_events
 from runtime.core.spec import find_task
 from runtime.user.simulator import select_realization
-from tests.browser.test_browser import PASSWORD, check_end_state, run_scenario, skip_reason
+from tests.browser.test_browser import PASSWORD, check_end_state, run_scenario, scenario_app
 from tests.conftest import run_script
 
 pytestmark = pytest.mark.sqlite_only(
@@ -66,16 +62,11 @@ def caller_wav(path: Path, lead_s: float = 4.0, tail_s: float = 30.0) -> str:
 
 @pytest.fixture(scope="module")
 def mic_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    root = tmp_path_factory.mktemp("demo_mic")
-    data = root / "data"
-    settings = Settings(data_dir=data, secret_key="browser-test-secret")
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
+    app = scenario_app(tmp_path_factory, "demo_mic")
     app.state.engine.dispose()
+    settings = app.state.settings
+    data = settings.data_dir
+    root = data.parent
     run_script(TASK, "oracle", root / "frozen")  # caches the oracle's speech
     text = caller_wav(root / "caller.wav")
     config = root / "scenario.json"

@@ -18,11 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import Session
 
-from app.auth import create_user
-from app.settings import Settings
-from app.web import create_app
 from bench.bench_webapp import TRACE_S, synthetic_run
 from runtime.core.events import (
     AgentTranscript,
@@ -36,7 +32,7 @@ from runtime.core.events import (
     UserSpeechStart,
     UserTranscript,
 )
-from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, skip_reason
+from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, scenario_app
 
 LONG, LIVE = "long/apexv1_070/r0", "live/apexv1_070/r0"
 
@@ -69,15 +65,10 @@ def live_run(run_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    data = tmp_path_factory.mktemp("replay-browser") / "data"
-    settings = Settings(data_dir=data, secret_key="browser-test-secret")
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
+    app = scenario_app(tmp_path_factory, "replay-browser")
     app.state.engine.dispose()
+    settings = app.state.settings
+    data = settings.data_dir
     synthetic_run(settings.runs_dir / LONG)
     live_run(settings.runs_dir / LIVE)
     config = data.parent / "replay_scenario.json"

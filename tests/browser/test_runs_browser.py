@@ -13,13 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import Session
 
-from app.auth import create_user
-from app.settings import Settings
-from app.web import create_app
 from runtime.session.campaign import run_campaign
-from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, skip_reason
+from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, scenario_app
 from tests.conftest import bundled_tasks, run_script
 
 LATE = Path(__file__).resolve().parent.parent / "fixtures" / "scripts" / \
@@ -34,15 +30,10 @@ pytestmark = pytest.mark.sqlite_only(
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    data = tmp_path_factory.mktemp("runs-browser") / "data"
-    settings = Settings(data_dir=data, secret_key="browser-test-secret")
-    app = create_app(settings)
-    with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
+    app = scenario_app(tmp_path_factory, "runs-browser")
     app.state.engine.dispose()
+    settings = app.state.settings
+    data = settings.data_dir
     tasks = [t for t in bundled_tasks() if (t.folder / "scripts" / "oracle.yaml").is_file()]
     assert len(tasks) == 24
     asyncio.run(run_campaign(tasks, "scripted:oracle", settings.runs_dir / "camp24",

@@ -22,11 +22,8 @@ import pytest
 from sqlmodel import Session, select
 
 from app import study_a as svc
-from app.auth import create_user
 from app.models_study_a import Annotator
-from app.settings import Settings
-from app.web import create_app
-from tests.browser.test_browser import PASSWORD, SCREENSHOTS, run_scenario, skip_reason
+from tests.browser.test_browser import PASSWORD, SCREENSHOTS, run_scenario, scenario_app
 
 pytestmark = pytest.mark.sqlite_only(
     reason="the app server runs inside a loopback-only network namespace (unshare -n) that "
@@ -38,14 +35,9 @@ TIMEOUT_S = 180
 
 @pytest.fixture(scope="module")
 def browser_result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    data = tmp_path_factory.mktemp("study_a_browser") / "data"
-    settings = Settings(data_dir=data, secret_key="browser-test-secret")
-    app = create_app(settings)
+    app = scenario_app(tmp_path_factory, "study_a_browser")
+    data = app.state.settings.data_dir
     with Session(app.state.engine) as session:
-        create_user(session, "ada", PASSWORD)
         svc.create_study(session, app.state.catalogue.tasks,
                          svc.StudyACreate(name="browser", n_tasks=4, n_annotators=1),
                          created_by="ada")

@@ -22,15 +22,13 @@ import httpx
 from sqlmodel import Session
 
 from app import study_a as svc_a
-from app.auth import create_user
 from app.live import LiveCallManager, now_utc
 from app.models_study_a import Annotator
 from app.models_study_b import LiveSession, Participant, StudyB
 from app.settings import Settings
-from app.web import create_app
 from study_protocols.study_b import PlannedSession, StudyBPlan
+from tests.webclient import PASSWORD, researcher_app
 
-PASSWORD = "correct horse battery"
 SYSTEM = "scripted:oracle"
 TASK = "apexv1_070"
 CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -49,10 +47,9 @@ class World:
 
 
 def make_world(tmp_path: Path, *, participants: int = 2) -> World:
-    settings = Settings(data_dir=tmp_path / "data", secret_key="requests-test")
-    app = create_app(settings)
+    app = researcher_app(tmp_path / "data", secret_key="requests-test")
+    settings = app.state.settings
     with Session(app.state.engine) as db:
-        create_user(db, "ada", PASSWORD)
         params = svc_a.StudyACreate(name="ratings", n_tasks=3, plans_per_task=2, n_annotators=1)
         study = svc_a.create_study(db, app.state.catalogue.tasks, params, created_by="ada")
         assert study.id is not None

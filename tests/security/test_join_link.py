@@ -15,11 +15,8 @@ from fastapi.testclient import TestClient
 from sqlmodel import Session, col, select
 
 from app import study_b as svc
-from app.auth import create_user
 from app.models_study_b import Participant, StudyB
-from app.settings import Settings
-from app.web import create_app
-from tests.webclient import PASSWORD
+from tests.webclient import researcher_app
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -27,9 +24,8 @@ SYSTEMS = ("scripted:oracle", "scripted:negative_unfinalized")
 
 
 def _study(tmp_path: Path, **settings: Any) -> tuple[Any, str, int]:
-    app = create_app(Settings(data_dir=tmp_path / "data", secret_key="join-test", **settings))
+    app = researcher_app(tmp_path / "data", secret_key="join-test", **settings)
     with Session(app.state.engine) as db:
-        create_user(db, "ada", PASSWORD)
         tasks = app.state.catalogue.tasks
         ids = tuple(t for t in sorted(tasks) if (tasks[t].folder / "scripts" /
                                                  "negative_unfinalized.yaml").is_file())[:4]

@@ -10,7 +10,6 @@ import asyncio
 import csv
 import io
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +18,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlmodel import Session, select
 
-from app.auth import create_user
 from app.live import BankRobot, DbCallStore, LiveCallManager
 from app.models_study_b import LiveSession, Participant, StudyB
-from app.settings import Settings
-from app.web import create_app
 from runtime.core.spec import TaskSpec
 from runtime.user.live_user import LiveParticipant
 from study_protocols.study_b import PlannedSession, StudyBPlan
-from tests.webclient import PASSWORD, log_in
+from tests.webclient import PASSWORD, WebClient, log_in, researcher_app
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
@@ -37,13 +33,8 @@ BAD_LABELS = ["../../../../outside/x", "P\x0001", "/etc/passwd", "..", "P 01/../
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    app = create_app(Settings(data_dir=tmp_path / "data", secret_key="label-test"))
-    with Session(app.state.engine) as db:
-        create_user(db, "ada", PASSWORD)
-    with TestClient(app) as c:
-        yield c
-    app.state.engine.dispose()
+def client(web_client: WebClient) -> TestClient:
+    return web_client(next_url=None, secret_key="label-test")
 
 
 def _draft(client: TestClient, csrf: str) -> int:
@@ -119,13 +110,12 @@ async def test_a_bad_label_already_in_the_database_is_never_a_path_part(
     a label over 16 characters, so there the older version could only have left shorter
     labels that climb out of their folder."""
     data = tmp_path / "data"
-    settings = Settings(data_dir=data, secret_key="label-test")
-    app = create_app(settings)
+    app = researcher_app(data, secret_key="label-test")
+    settings = app.state.settings
     labels = ({"../../../../outside/x": "tok-path-" + "a" * 24, "P\x0002": "tok-nul-" + "b" * 24}
               if db_backend == "sqlite" else
               {"../../../outside": "tok-path-" + "a" * 24, "P/../../../x": "tok-dots-" + "b" * 24})
     with Session(app.state.engine) as db:
-        create_user(db, "ada", PASSWORD)
         plan = StudyBPlan(0, ("apexv1_070",), (ORACLE,), (),
                           tuple(PlannedSession(label, 1, "apexv1_070", ORACLE, False)
                                 for label in sorted(labels)))

@@ -16,22 +16,15 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-from sqlmodel import Session
 
-from app.auth import create_user
-from app.settings import Settings
-from app.web import create_app
-from tests.webclient import PASSWORD, page_csrf
+from tests.webclient import PASSWORD, page_csrf, researcher_app
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
 
 
 def _app(tmp_path: Path, **settings: Any) -> Any:
-    app = create_app(Settings(data_dir=tmp_path / "data", secret_key="login-test", **settings))
-    with Session(app.state.engine) as db:
-        create_user(db, "ada", PASSWORD)
-        create_user(db, "grace", PASSWORD)
-    return app
+    return researcher_app(tmp_path / "data", users=("ada", "grace"), secret_key="login-test",
+                          **settings)
 
 
 @pytest.fixture
