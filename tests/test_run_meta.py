@@ -24,6 +24,7 @@ from runtime.core.rundir import (
     RunDirError,
     RunMeta,
     migrate_meta,
+    repair_run_dir,
     unless_being_written,
 )
 from runtime.core.spec import find_task
@@ -183,3 +184,28 @@ def test_a_configuration_error_at_connect_leaves_a_closed_finished_record(
     with unless_being_written(run_dir) as free:
         assert free  # the event log's writer let go of it
     assert orch.trace._closed
+
+
+def test_a_failed_call_repaired_reads_back(v1_runs: Path) -> None:
+    """A Study B call whose harness failed is repaired ``failed`` (app/live.py): its record
+    still reads, lists and grades as an infrastructure failure."""
+    run_dir = v1_runs / STUDY_RUN
+    raw = _raw(run_dir / "meta.json")
+    (run_dir / "meta.json").write_text(json.dumps({**raw, "status": "running"}))
+    lines = (run_dir / "events.jsonl").read_text().splitlines()
+    (run_dir / "events.jsonl").write_text("\n".join(lines[:-1]) + "\n")  # no session.end
+    assert repair_run_dir(run_dir, "harness error: boom", status="failed")
+    meta = RunDir(run_dir).read_meta()
+    assert meta.status == "failed" and meta.recovered == "harness error: boom"
+    assert meta.end_reason == "infrastructure_error" and meta.participant == "P01"
+    grade = grade_run_dir(run_dir, {t.id: t for t in bundled_tasks()})
+    assert grade.infrastructure_failure
+
+
+def test_a_change_of_the_wrong_kind_is_refused_before_writing(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    run.write_meta(RunMeta(task_id="t"))
+    with pytest.raises(ValueError, match="status"):
+        run.update_meta(status="paused")
+    assert run.read_meta().status == "running"  # the record on disk is untouched
+

@@ -72,7 +72,9 @@ RUN_META_FORMAT = 2
 before 2026-12-04); 2: ``format`` and ``study`` (the study a run belongs to, for the run
 list's filter)."""
 
-RunStatus = Literal["running", "complete", "incomplete"]
+RunStatus = Literal["running", "complete", "incomplete", "failed"]
+"""``running`` until the end, then ``complete``; ``incomplete`` after crash recovery or an
+exception; ``failed`` when a Study B call's harness failed (app/live.py)."""
 
 
 class RunDirError(Exception):
@@ -125,10 +127,15 @@ class RunMeta(BaseModel):
 
     def ended(self, reason: EndReason, failure: FailureClass, media_ms: int,
               **changes: Any) -> RunMeta:
-        """This record, finished: ``complete`` with how and when it ended."""
-        return self.model_copy(update={"status": "complete", "end_reason": reason,
-                                       "failure_class": failure, "media_ms": media_ms,
-                                       **changes})
+        """This record, finished: ``complete`` (unless ``changes`` say otherwise) with how
+        and when it ended. Validated: a value of the wrong kind is an error here, never a
+        record that cannot be read back."""
+        return self.changed(**{"status": "complete", "end_reason": reason,
+                               "failure_class": failure, "media_ms": media_ms, **changes})
+
+    def changed(self, **changes: Any) -> RunMeta:
+        """This record with ``changes``, validated."""
+        return RunMeta.model_validate({**self.model_dump(exclude_unset=True), **changes})
 
 
 def study_b_label(study_id: int) -> str:
@@ -233,7 +240,7 @@ class RunDir:
 
     def update_meta(self, **changes: Any) -> RunMeta:
         """Read, change and write back the record; the new record."""
-        meta = RunMeta.model_validate({**self.read_meta().model_dump(), **changes})
+        meta = self.read_meta().changed(**changes)
         self.write_meta(meta)
         return meta
 
