@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from app.cli_adapters import adapters
+from app.cli_common import fail as _fail
+from app.cli_common import task_folders_arg
 from app.cli_progress import progress_bar, progress_enabled
 from app.cli_study import study
 from runtime.core.spec import TaskLoadError, TaskSpec, default_tasks_dir, find_task, load_tasks
@@ -21,9 +23,6 @@ if TYPE_CHECKING:
     from runtime.session.campaign import CampaignSummary
 
 
-def _fail(message: str, code: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
 
 
 def _load_all(paths: tuple[Path, ...] | list[Path]) -> list[TaskSpec]:
@@ -211,7 +210,9 @@ def speech_setup(cache_dir: Path | None, sources_dir: Path | None, force: bool,
 
 @main.command()
 @click.option("--task", "task_id", help="One task id.")
-@click.option("--tasks", "tasks_dir", type=click.Path(path_type=Path), help="A folder of tasks.")
+@click.option("--tasks", "tasks_dir", type=click.Path(path_type=Path),
+              help="A folder of tasks, or a subset of the bundled ones by name (tasks/subsets/, "
+                   "e.g. audit24).")
 @click.option("--agent", "agent_spec", required=True, help="Agent spec, e.g. scripted:oracle.")
 @click.option("--repeats", default=1, show_default=True, type=click.IntRange(min=1))
 @click.option("--seed", default=0, show_default=True, type=int)
@@ -331,7 +332,7 @@ def _select_tasks(task_id: str | None, tasks_dir: Path | None, agent_spec: str,
     from runtime.session.campaign import missing_scripts, per_task_script_name
 
     try:
-        selected = [find_task(task_id)] if task_id else _load_all([tasks_dir])  # type: ignore[list-item]
+        selected = [find_task(task_id)] if task_id else _load_all(task_folders_arg(tasks_dir))
     except TaskLoadError as exc:
         _fail("\n".join(exc.problems))
     script_name = per_task_script_name(agent_spec)

@@ -13,14 +13,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
+from app.cli_common import fail as _fail
 
 
 @click.group()

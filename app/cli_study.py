@@ -8,17 +8,12 @@ them. Bad input exits with code 2 and one line per problem, never a traceback.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
+from app.cli_common import fail as _fail
 
 
 @click.group()

@@ -8,19 +8,14 @@ be sampled at all (bad task files, ``--n-tasks`` larger than the pool) exits wit
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
-from runtime.core.spec import TaskLoadError, default_tasks_dir, load_tasks
+from app.cli_common import fail as _fail
+from app.cli_common import task_folders_arg
+from runtime.core.spec import TaskLoadError, load_tasks
 from study_protocols.study_a import SamplingError, StudyASample, sample_study_a
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(2)
 
 
 def _table(rows: list[tuple[str, ...]]) -> list[str]:
@@ -46,19 +41,21 @@ def format_sample(sample: StudyASample, archetypes: dict[str, str]) -> str:
 
 @click.command("sample-a")
 @click.option("--tasks", "tasks_dir", type=click.Path(path_type=Path, file_okay=False),
-              help="A folder of tasks (default: the bundled tasks).")
+              help="A folder of tasks or a subset's name (default: the audit subset, audit24).")
 @click.option("--n-tasks", type=int, default=24, show_default=True, help="Tasks to draw.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the sample as JSON.")
 def sample_a_command(tasks_dir: Path | None, n_tasks: int, seed: int, as_json: bool) -> None:
     """Draw the Study A tasks and user plans (three per task) and check the strata."""
-    folder = tasks_dir or default_tasks_dir()
+    from runtime.suite.subsets import AUDIT
+
+    folders = task_folders_arg(tasks_dir, AUDIT)
     try:
-        tasks = load_tasks([folder])
+        tasks = load_tasks(folders)
     except TaskLoadError as exc:
         _fail("\n".join(exc.problems) + "\n(run `apex-voice tasks validate` for every problem)")
     if not tasks:
-        _fail(f"no task.yaml found under {folder}")
+        _fail(f"no task.yaml found under {', '.join(map(str, folders))}")
     try:
         sample = sample_study_a(tasks, n_tasks=n_tasks, seed=seed)
     except SamplingError as exc:

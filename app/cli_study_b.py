@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
-from runtime.core.spec import TaskLoadError, default_tasks_dir, load_tasks
+from app.cli_common import fail as _fail
+from app.cli_common import task_folders_arg
+from runtime.core.spec import TaskLoadError, load_tasks
 from study_protocols.study_b import (
     PlanError,
     StudyBPlan,
@@ -29,9 +30,6 @@ from study_protocols.study_b import (
 __all__ = ["check_b_command", "plan_b_command"]
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
 
 
 def _split(value: str | None, option: str) -> list[str] | None:
@@ -44,13 +42,15 @@ def _split(value: str | None, option: str) -> list[str] | None:
 
 
 def _task_ids(tasks_dir: Path | None) -> list[str]:
-    root = tasks_dir or default_tasks_dir()
+    from runtime.suite.subsets import AUDIT
+
+    folders = task_folders_arg(tasks_dir, AUDIT)
     try:
-        tasks = load_tasks([root])
+        tasks = load_tasks(folders)
     except TaskLoadError as exc:
         _fail("\n".join(exc.problems) + "\n(run `apex-voice tasks validate` for every problem)")
     if not tasks:
-        _fail(f"no task.yaml found under {root}")
+        _fail(f"no task.yaml found under {', '.join(map(str, folders))}")
     return [t.id for t in tasks]
 
 
@@ -59,8 +59,9 @@ _systems_option = click.option(
     help="Comma-separated agent specs, e.g. scripted:oracle,baseline,openai-realtime.",
 )
 _tasks_option = click.option(
-    "--tasks", "tasks_dir", type=click.Path(path_type=Path, exists=True, file_okay=False),
-    default=None, help="Folder of task specifications (default: the bundled audit subset).",
+    "--tasks", "tasks_dir", type=click.Path(path_type=Path, file_okay=False),
+    default=None, help="Folder of task specifications or a subset's name (default: the audit "
+    "subset, audit24).",
 )
 _anchors_option = click.option(
     "--anchors", default=6, show_default=True, type=click.IntRange(min=0),

@@ -1,0 +1,74 @@
+"""Named subsets of the task suite (runtime/suite/subsets.py): ``audit24`` is the bundled
+audit subset, ``--tasks`` takes a subset's name, and a bad subset is an error naming the file,
+line or name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from app.cli import main
+from runtime.core.spec import default_tasks_dir
+from runtime.suite.subsets import AUDIT, SubsetError, subset_ids, subset_names, task_folders
+from tests.conftest import bundled_tasks
+
+
+def test_the_audit_subset_is_the_24_bundled_tasks() -> None:
+    ids = subset_ids(AUDIT)
+    assert len(ids) == 24 and len(set(ids)) == 24
+    assert sorted(ids) == sorted(t.id for t in bundled_tasks())
+    assert AUDIT in subset_names()
+    assert task_folders(None, AUDIT) == [default_tasks_dir() / i for i in ids]
+    assert task_folders(None) == [default_tasks_dir()]
+    assert task_folders(default_tasks_dir()) == [default_tasks_dir()]
+
+
+def _suite(tmp_path: Path, subset: str) -> Path:
+    root = tmp_path / "tasks"
+    for task_id in ("t1", "t2"):
+        (root / task_id).mkdir(parents=True)
+        (root / task_id / "task.yaml").write_text("id: x\n", encoding="utf-8")
+    (root / "subsets").mkdir()
+    (root / "subsets" / "mine.txt").write_text(subset, encoding="utf-8")
+    return root
+
+
+def test_comments_and_blank_lines(tmp_path: Path) -> None:
+    root = _suite(tmp_path, "# two tasks\nt2  # second first\n\nt1\n")
+    assert subset_ids("mine", root) == ["t2", "t1"]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("t1\nt1\n", r"mine\.txt:2: 't1' is listed twice"),
+    ("t1\nt3\n", r"mine\.txt:2: no task 't3'"),
+    ("# nothing\n", r"mine\.txt: lists no task"),
+])
+def test_a_bad_subset_names_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(SubsetError, match=message):
+        subset_ids("mine", _suite(tmp_path, text))
+
+
+def test_an_unknown_name_lists_the_subsets(tmp_path: Path) -> None:
+    with pytest.raises(SubsetError, match=r"no task folder or subset named 'other' .*: mine\)"):
+        subset_ids("other", _suite(tmp_path, "t1\n"))
+
+
+def test_run_takes_a_subset_name(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--tasks", "nosuch", "--agent", "scripted:oracle",
+                                       "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "--tasks: no task folder or subset named 'nosuch'" in result.output
+    assert "audit24" in result.output
+    # A subset's name selects its tasks (a script none of them has: nothing runs).
+    result = CliRunner().invoke(main, ["run", "--tasks", AUDIT, "--agent", "scripted:nosuch",
+                                       "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "no task has scripts/nosuch.yaml" in result.output
+
+
+def test_study_commands_default_to_the_audit_subset() -> None:
+    result = CliRunner().invoke(main, ["study", "sample-a", "--json"])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(main, ["study", "sample-a", "--tasks", "nosuch"])
+    assert result.exit_code == 2 and "subset named 'nosuch'" in result.output
