@@ -4,6 +4,7 @@ line or name."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,31 @@ def test_study_commands_default_to_the_audit_subset() -> None:
     assert result.exit_code == 0, result.output
     result = CliRunner().invoke(main, ["study", "sample-a", "--tasks", "nosuch"])
     assert result.exit_code == 2 and "subset named 'nosuch'" in result.output
+
+
+def _copied_suite(tmp_path: Path, ids: list[str], audit: str | None) -> Path:
+    root = tmp_path / "suite"
+    for task_id in ids:
+        shutil.copytree(default_tasks_dir() / task_id, root / task_id,
+                        ignore=shutil.ignore_patterns("bank"))
+    if audit is not None:
+        (root / "subsets").mkdir()
+        (root / "subsets" / "audit24.txt").write_text(audit, encoding="utf-8")
+    return root
+
+
+def test_the_web_studies_draw_from_the_audit_subset(tmp_path: Path) -> None:
+    from app.catalogue import Catalogue
+    from app.routes.study_b import _form_defaults
+
+    ids = ["apexv1_001", "apexv1_010", "apexv1_070"]
+    cat = Catalogue.load(_copied_suite(tmp_path, ids, "apexv1_070\napexv1_001\n"))
+    assert sorted(cat.tasks) == ids and cat.problems == []
+    assert list(cat.audit_tasks()) == ["apexv1_070", "apexv1_001"]
+    assert _form_defaults(cat.tasks, cat.audit)["task_ids"] == ["apexv1_001", "apexv1_070"]
+    # No subset file: every task; a broken one: every task, and the problem is shown.
+    plain = Catalogue.load(_copied_suite(tmp_path / "plain", ids, None))
+    assert list(plain.audit_tasks()) == ids
+    broken = Catalogue.load(_copied_suite(tmp_path / "broken", ids, "apexv1_999\n"))
+    assert list(broken.audit_tasks()) == ids
+    assert len(broken.problems) == 1 and "audit24.txt:1: no task 'apexv1_999'" in broken.problems[0]

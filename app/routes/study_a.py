@@ -99,7 +99,7 @@ def _list_page(request: Request, user: Any, session: SessionDep, form: dict[str,
                         "total": sum(p.total for p in progress)})
     return render(request, "study_a_list.html", {
         "user": user, "studies": studies, "form": form, "error": error,
-        "pool": len(catalogue(request).tasks),
+        "pool": len(catalogue(request).audit_tasks()),
     }, status=status)
 
 
@@ -117,7 +117,7 @@ async def study_create(
     except ValidationError as exc:
         return _list_page(request, user, session, dict(raw), svc.validation_message(exc), 400)
     try:
-        study = svc.create_study(session, catalogue(request).tasks, params,
+        study = svc.create_study(session, catalogue(request).audit_tasks(), params,
                                  created_by=user.username)
     except svc.StudyAError as exc:
         return _list_page(request, user, session, params.model_dump(), str(exc), 400)

@@ -48,8 +48,10 @@ StudyDep = Annotated[StudyB, Depends(_study)]
 # --------------------------------------------------------------------------- list + create
 
 
-def _form_defaults(tasks: Mapping[str, TaskSpec]) -> dict[str, Any]:
-    return {"name": "", "systems": [], "systems_extra": "", "task_ids": sorted(tasks),
+def _form_defaults(tasks: Mapping[str, TaskSpec], audit: list[str]) -> dict[str, Any]:
+    """A new study's form: the audit subset's tasks ticked."""
+    return {"name": "", "systems": [], "systems_extra": "",
+            "task_ids": sorted(t for t in audit if t in tasks) or sorted(tasks),
             "n_anchor": "6", "sessions_per_participant": "", "seed": "0",
             "consent_text": svc.DEFAULT_CONSENT, "completion_code": "", "completion_url": "",
             "on_disconnect": "rejoin", "captions": False}
@@ -71,7 +73,8 @@ def _list_page(request: Request, db: SessionDep, user: Any, *, form: dict[str, A
 
 @router.get("/studies/b")
 async def study_list(request: Request, user: UserDep, db: SessionDep) -> Response:
-    return _list_page(request, db, user, form=_form_defaults(_tasks(request)))
+    form = _form_defaults(_tasks(request), catalogue(request).audit)
+    return _list_page(request, db, user, form=form)
 
 
 def _int(form: dict[str, Any], name: str, *, blank: int | None = None,
