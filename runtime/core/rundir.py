@@ -177,23 +177,9 @@ class RunDir:
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RunDir) and other.path == self.path
-
-    def __hash__(self) -> int:
-        return hash(self.path)
-
     @property
     def meta_path(self) -> Path:
         return self.path / META
-
-    @property
-    def events_path(self) -> Path:
-        return self.path / EVENTS
-
-    @property
-    def corrections_path(self) -> Path:
-        return self.path / CORRECTIONS
 
     def trace_path(self) -> Path | None:
         """The stereo trace (WAV as recorded, or FLAC as archived), or None."""
@@ -357,8 +343,8 @@ def repair_run_dir(run_dir: Path, detail: str, *, status: str = "incomplete") ->
     repaired, a ``session.end`` (``infrastructure_error`` with ``detail``) appended to an event
     log that has none, and ``meta.json`` marked ``status`` with its end reason. Everything
     received before the interruption stays as it was. False if there is no run here."""
-    events_path = run_dir / "events.jsonl"
-    meta_path = run_dir / "meta.json"
+    events_path = run_dir / EVENTS
+    meta_path = run_dir / META
     if not events_path.is_file() and not meta_path.is_file():
         return False
     trace = run_dir / "trace.wav"
@@ -401,7 +387,7 @@ def unless_being_written(run_dir: Path) -> Iterator[bool]:
     """Yields False while another process (or another writer in this one) holds the run's
     event log open for writing; otherwise True, holding the writer's lock until the block
     ends so no writer can start on it meanwhile. A run with no event log yields True."""
-    path = run_dir / "events.jsonl"
+    path = run_dir / EVENTS
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -421,7 +407,7 @@ def unless_being_written(run_dir: Path) -> Iterator[bool]:
 def _finish_from_log(run_dir: Path, detail: str) -> bool:
     """A run whose log ends with ``session.end`` but whose ``meta.json`` was not updated (the
     writer died between the two): record the end the log holds. False if it has none."""
-    events_path = run_dir / "events.jsonl"
+    events_path = run_dir / EVENTS
     if not events_path.is_file():
         return False
     events = read_events(events_path).events
@@ -467,7 +453,7 @@ def recover_runs(runs_dir: Path, detail: str = RECOVERED_RUN) -> list[Path]:
     if not runs_dir.is_dir():
         return []
     repaired: list[Path] = []
-    for meta_path in sorted(runs_dir.rglob("meta.json")):
+    for meta_path in sorted(runs_dir.rglob(META)):
         run_dir = meta_path.parent
         try:
             status = recover_run(run_dir, detail)
