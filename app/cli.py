@@ -67,6 +67,7 @@ def tasks() -> None:
 def tasks_list(paths: tuple[Path, ...], as_json: bool, comp_json: bool) -> None:
     """List the workflows with their taxonomy labels, then the suite's composition against
     the paper's (Figure 3)."""
+    from runtime.suite.catalogue import catalogue_status
     from runtime.suite.composition import composition_table, format_composition
 
     loaded = _load_all(paths)
@@ -87,6 +88,9 @@ def tasks_list(paths: tuple[Path, ...], as_json: bool, comp_json: bool) -> None:
         )
     click.echo("")
     click.echo(format_composition(loaded))
+    click.echo("")
+    click.echo(catalogue_status(loaded, (paths[0] if len(paths) == 1 and paths[0].is_dir()
+                                         else None)))
 
 
 @tasks.command("validate")

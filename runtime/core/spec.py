@@ -615,6 +615,17 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out or "(top level)"
 
 
+def schema_problems(path: Path, exc: ValidationError, prefix: str = "") -> list[str]:
+    """One ``file: path.inside: message (got value)`` line per schema error of ``exc``;
+    ``prefix`` goes before the path inside the file (e.g. the row of a list)."""
+    return [
+        f"{path}: {prefix}{_loc(err['loc'])}: {err['msg']}"
+        + (f" (got {err['input']!r})" if err["type"] not in {"missing"}
+           and not isinstance(err["input"], dict | list) else "")
+        for err in exc.errors()
+    ]
+
+
 _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """LibYAML's parser when PyYAML was built with it (about ten times faster on a task's
 scripts; same documents, same errors with line and column); the pure-Python one otherwise."""
@@ -657,13 +668,7 @@ def load_task(path: Path) -> TaskSpec:
     try:
         task = TaskSpec.model_validate(raw)
     except ValidationError as exc:
-        problems = [
-            f"{path}: {_loc(err['loc'])}: {err['msg']}"
-            + (f" (got {err['input']!r})" if err["type"] not in {"missing"}
-               and not isinstance(err["input"], dict | list) else "")
-            for err in exc.errors()
-        ]
-        raise TaskLoadError(problems) from None
+        raise TaskLoadError(schema_problems(path, exc)) from None
     return task.model_copy(update={"source_path": path.resolve()})
 
 

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Protocol
 
 from pydantic import BaseModel
 
-from runtime.core.spec import TaskSpec
+from runtime.core.spec import Taxonomy
+
+
+class Labelled(Protocol):
+    """A task or a catalogue row: anything with taxonomy labels."""
+
+    @property
+    def taxonomy(self) -> Taxonomy: ...
 
 PAPER_N = 120
 PAPER_COMPOSITION: dict[str, dict[str, int]] = {
@@ -45,7 +53,7 @@ class CompositionRow(BaseModel):
     paper_share: float | None
 
 
-def composition(tasks: Sequence[TaskSpec]) -> dict[str, Counter[str]]:
+def composition(tasks: Sequence[Labelled]) -> dict[str, Counter[str]]:
     """Label counts per taxonomy dimension (list-valued dimensions count every label)."""
     out: dict[str, Counter[str]] = {}
     for dim in SCALAR_DIMENSIONS:
@@ -55,7 +63,7 @@ def composition(tasks: Sequence[TaskSpec]) -> dict[str, Counter[str]]:
     return out
 
 
-def composition_table(tasks: Sequence[TaskSpec]) -> list[CompositionRow]:
+def composition_table(tasks: Sequence[Labelled]) -> list[CompositionRow]:
     counts = composition(tasks)
     n = max(1, len(tasks))
     rows: list[CompositionRow] = []
@@ -71,7 +79,7 @@ def composition_table(tasks: Sequence[TaskSpec]) -> list[CompositionRow]:
     return rows
 
 
-def format_composition(tasks: Sequence[TaskSpec]) -> str:
+def format_composition(tasks: Sequence[Labelled]) -> str:
     lines = [f"Suite composition ({len(tasks)} tasks) against the paper ({PAPER_N} workflows)",
              f"{'dimension':<14} {'label':<32} {'suite':>11} {'paper':>11}"]
     for r in composition_table(tasks):
@@ -79,3 +87,15 @@ def format_composition(tasks: Sequence[TaskSpec]) -> str:
                  else f"{'-':>11}")
         lines.append(f"{r.dimension:<14} {r.label:<32} {r.count:>3} {r.share:>6.1%} {paper}")
     return "\n".join(lines)
+
+
+def paper_deviations(tasks: Sequence[Labelled]) -> list[str]:
+    """Every label of the paper's six dimensions whose count differs from Figure 3's, and every
+    label the paper does not have on them: empty when ``tasks`` match the 120 exactly."""
+    counts = composition(tasks)
+    out: list[str] = []
+    for dim, paper in PAPER_COMPOSITION.items():
+        for label in sorted(set(paper) | set(counts[dim])):
+            if counts[dim][label] != paper.get(label, 0):
+                out.append(f"{dim}={label}: {counts[dim][label]}, paper {paper.get(label, 0)}")
+    return out

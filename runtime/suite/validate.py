@@ -63,6 +63,13 @@ from runtime.speechbank.bank_manifest import (
     manifest_path,
     sha256_file,
 )
+from runtime.suite.catalogue import (
+    CatalogueEntry,
+    CatalogueError,
+    catalogue_path,
+    load_catalogue,
+    task_mismatches,
+)
 
 MIN_REALIZATIONS = 2
 MAX_REALIZATIONS = 5
@@ -986,6 +993,28 @@ def _load_problems(file: Path, error: TaskLoadError) -> list[Problem]:
     return problems
 
 
+def _catalogue_problems(task: TaskSpec, shown: Path,
+                        catalogues: dict[Path, list[CatalogueEntry] | None]) -> list[Problem]:
+    """The task against its row of the suite's catalogue (``catalogue.yaml`` beside the task
+    folders), when the suite has one; a broken catalogue is reported once."""
+    path = catalogue_path(shown.parent.parent)
+    if not path.is_file():
+        return []
+    problems: list[Problem] = []
+    if path not in catalogues:
+        try:
+            catalogues[path] = load_catalogue(shown.parent.parent)
+        except CatalogueError as exc:
+            catalogues[path] = None
+            problems += [Problem(file=path, path="catalogue", message=m.removeprefix(f"{path}: "))
+                         for m in exc.problems]
+    entries = catalogues[path]
+    if entries is None:
+        return problems
+    return problems + [Problem(file=shown, path=where, message=message)
+                       for where, message in task_mismatches(task, entries, path)]
+
+
 def validate_paths(paths: Sequence[Path]) -> list[Problem]:
     """Validate every ``task.yaml`` under ``paths``: load errors, each task's own checks, task
     ids unique across the suite, and each folder named after its task id."""
@@ -996,6 +1025,7 @@ def validate_paths(paths: Sequence[Path]) -> list[Problem]:
                                     message="no task.yaml found here (expected a task.yaml, a "
                                             "task folder, or a folder of task folders)"))
     seen: dict[str, Path] = {}
+    catalogues: dict[Path, list[CatalogueEntry] | None] = {}
     for file in find_task_files(list(paths)):
         try:
             task = load_task(file)
@@ -1004,6 +1034,7 @@ def validate_paths(paths: Sequence[Path]) -> list[Problem]:
             continue
         problems += validate_task(task)
         shown = task.source_path or file
+        problems += _catalogue_problems(task, shown, catalogues)
         if shown.parent.name != task.id:
             problems.append(Problem(file=shown, path="id",
                                     message=f"task id '{task.id}' does not match its folder "
