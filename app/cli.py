@@ -122,7 +122,9 @@ def bank() -> None:
               show_default=True,
               help="kokoro: the pinned Kokoro-82M configuration the committed bank uses "
                    "(needs `apex-voice speech setup`); espeak: fast and robotic, for tests.")
-@click.option("--force", is_flag=True, help="Re-synthesize even unchanged realizations.")
+@click.option("--force", is_flag=True,
+              help="Re-synthesize even unchanged realizations (without it, an unchanged one in "
+                   "an older encoding is only re-encoded).")
 @no_progress_option
 def bank_build(task_ids: tuple[str, ...], tts: str, force: bool, no_progress: bool) -> None:
     """Synthesize every realization and write the manifest with checksums."""
@@ -159,7 +161,9 @@ def bank_build(task_ids: tuple[str, ...], tts: str, force: bool, no_progress: bo
             bar.update(completed=done)  # the unchanged ones count as done too
             for line in log:
                 click.echo(line)
-            click.echo(f"{task.id}: {len(manifest.items)} realizations in bank ({len(log)} new)")
+            reencoded = sum(": re-encoded " in line for line in log)
+            click.echo(f"{task.id}: {len(manifest.items)} realizations in bank "
+                       f"({len(log) - reencoded} new, {reencoded} re-encoded)")
 
 
 @bank.command("verify")

@@ -14,12 +14,13 @@ from grading.gates import grade_run_dir
 from grading.report import campaign_outcomes
 from runtime.agents.base import AgentEvent, AgentSessionConfig, InfrastructureError
 from runtime.agents.scripted import ScriptedAgent, load_script
-from runtime.core.audio import Pcm
+from runtime.core.audio import Pcm, read_mono
 from runtime.core.events import SessionEnd, read_events
 from runtime.core.spec import find_task, load_task
 from runtime.session.campaign import cache_dir
 from runtime.session.observer import SemanticActObserver
 from runtime.session.orchestrator import MediaClock, Orchestrator
+from runtime.speechbank import bank_audio
 from runtime.speechbank.bank import (
     BankPlayer,
     EspeakEngine,
@@ -28,7 +29,8 @@ from runtime.speechbank.bank import (
     build_bank,
     verify_bank,
 )
-from runtime.speechbank.bank_manifest import load_manifest
+from runtime.speechbank.bank_audio import write_bank_audio
+from runtime.speechbank.bank_manifest import load_manifest, save_manifest, sha256_file
 from runtime.user.simulator import FrozenSimulator, RevealPolicy
 from tests.conftest import bundled_tasks
 
@@ -116,6 +118,44 @@ def test_bank_build_is_deterministic_and_verifies(task_copy: Path) -> None:
     assert verify_bank(task) == [f"{victim}: checksum mismatch (realization opening_r1)"]
     victim.unlink()
     assert verify_bank(task) == [f"{victim}: missing (realization opening_r1)"]
+
+
+def test_a_file_in_an_older_encoding_is_reencoded_not_resynthesized(task_copy: Path) -> None:
+    """The committed banks were Opus level 0.85 before the level was lowered: a build keeps
+    each unchanged realization, decodes it and encodes it at today's level (a second
+    generation, recorded), and a second build has nothing left to do."""
+    task = load_task(task_copy)
+    build_bank(task, EspeakEngine(), force=True)
+    legacy = load_manifest(task_copy)
+    assert legacy is not None
+    victim = task_copy / "bank" / "opening_r1.ogg"
+    pcm = read_mono(victim)
+    old_level = bank_audio.OPUS_COMPRESSION_LEVEL
+    with pytest.MonkeyPatch.context() as mp:  # write the file as the old level did
+        mp.setattr(bank_audio, "OPUS_COMPRESSION_LEVEL", 0.85)
+        write_bank_audio(victim, pcm)
+    items = [i.model_copy(update={"encoding": None, "sha256": sha256_file(victim)})
+             if i.realization == "opening_r1" else i for i in legacy.items]
+    save_manifest(task_copy, legacy.model_copy(update={"items": items}))
+    old_size = victim.stat().st_size
+
+    class _NoSynthesis(EspeakEngine):
+        def synthesize(self, text: str, *, voice: str, rate: float, seed: int) -> Pcm:
+            raise AssertionError(f"re-synthesized {text!r}")
+
+    log: list[str] = []
+    manifest = build_bank(task, _NoSynthesis(), log=log)
+    assert log == [f"{task.id}: re-encoded opening_r1 (Ogg/Opus level 0.85 -> "
+                   f"Ogg/Opus level {old_level})"]
+    item = manifest.item("opening_r1")
+    assert item is not None
+    assert (item.encoding, item.reencoded_from) == (f"Ogg/Opus level {old_level}",
+                                                    "Ogg/Opus level 0.85")
+    assert victim.stat().st_size < old_size
+    assert len(read_mono(victim)) == len(pcm) and verify_bank(task) == []
+    assert all(i.reencoded_from is None for i in manifest.items if i is not item)
+    again: list[str] = []
+    assert build_bank(task, _NoSynthesis(), log=again) == manifest and again == []
 
 
 def test_bank_build_names_a_missing_voice_and_engine(task_copy: Path) -> None:

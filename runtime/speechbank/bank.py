@@ -25,7 +25,7 @@ import soundfile as sf
 
 from runtime.core.audio import SAMPLE_RATE, AudioFileError, Pcm, read_mono, resample, rms
 from runtime.core.spec import TaskSpec
-from runtime.speechbank.bank_audio import write_bank_audio
+from runtime.speechbank.bank_audio import LEGACY_OGG_ENCODING, bank_encoding, write_bank_audio
 from runtime.speechbank.bank_manifest import (
     BankItem,
     BankManifest,
@@ -111,11 +111,38 @@ def _check_audible(audio: Pcm, what: str) -> None:
         raise TTSError(f"{what} synthesized to silence; check its text and voice")
 
 
+def item_encoding(item: BankItem) -> str:
+    """The item's recorded encoding; items written before encodings were recorded are
+    ``.ogg`` files at level 0.85 (or FLAC)."""
+    if item.encoding is not None:
+        return item.encoding
+    return LEGACY_OGG_ENCODING if item.file.lower().endswith(".ogg") else "FLAC PCM16"
+
+
+def _current_encoding(task: TaskSpec, item: BankItem, target: Path,
+                      log: list[str] | None) -> BankItem:
+    """A kept item in today's encoding: a file in an older one is decoded and encoded again
+    (a second generation, recorded in ``reencoded_from``) instead of synthesized afresh."""
+    want = bank_encoding(target.suffix.lower())
+    have = item_encoding(item)
+    if have == want:
+        return item.model_copy(update={"encoding": want})
+    try:
+        write_bank_audio(target, read_mono(target))
+    except AudioFileError as exc:
+        raise TTSError(f"{task.id}: realization '{item.realization}': {exc}") from None
+    if log is not None:
+        log.append(f"{task.id}: re-encoded {item.realization} ({have} -> {want})")
+    return item.model_copy(update={"encoding": want, "sha256": sha256_file(target),
+                                   "reencoded_from": item.reencoded_from or have})
+
+
 def build_bank(
     task: TaskSpec, engine: TTSEngine, *, force: bool = False, log: list[str] | None = None
 ) -> BankManifest:
-    """Synthesize every realization of ``task``; unchanged items are kept as they are. The
-    manifest is saved after each new item, so an interrupted build resumes where it stopped."""
+    """Synthesize every realization of ``task``; unchanged items are kept (re-encoded when
+    their file is in an older encoding, :func:`_current_encoding`). The manifest is saved after
+    each new item, so an interrupted build resumes where it stopped."""
     folder = task.folder
     old = load_manifest(folder)
     described = engine.describe()
@@ -131,7 +158,8 @@ def build_bank(
                 prev is not None and prev.text == real.text and prev.file == real.audio
                 and target.is_file() and sha256_file(target) == prev.sha256
             ):
-                items.append(prev.model_copy(update={"plan": plan.id}))
+                items.append(_current_encoding(task, prev.model_copy(update={"plan": plan.id}),
+                                               target, log))
                 continue
             audio = engine.synthesize(
                 real.text, voice=task.user.persona.voice, rate=task.user.persona.rate,
@@ -145,7 +173,7 @@ def build_bank(
             items.append(BankItem(
                 realization=real.id, plan=plan.id, text=real.text, file=real.audio,
                 duration_ms=len(audio) * 1000 // SAMPLE_RATE, sample_rate=SAMPLE_RATE,
-                sha256=sha256_file(target),
+                sha256=sha256_file(target), encoding=bank_encoding(target.suffix.lower()),
             ))
             if log is not None:
                 log.append(f"{task.id}: synthesized {real.id} ({len(audio) / SAMPLE_RATE:.1f} s)")

@@ -2,10 +2,13 @@
 
 The bank is committed, so its files must be small and reproducible byte for byte:
 
-- ``.ogg``: Opus at a pinned compression level (about 40 kbit/s VBR for 24 kHz speech, roughly a
-  fifth of FLAC). libsndfile gives every Ogg stream a random serial number, so the same audio
-  would encode to different bytes each time; :func:`fix_ogg_serial` sets a fixed serial and
-  recomputes each page's CRC, which makes the file a pure function of the samples.
+- ``.ogg``: Opus at a pinned compression level (about 23 kbit/s VBR for 24 kHz speech, roughly a
+  tenth of FLAC; the bank of the 120 workflows must stay under 80 MB, and
+  ``bench/bench_bank_size.py`` measured no loss of recognizer accuracy against the 45 kbit/s of
+  level 0.85 that banks were built with until 2026-12-04). libsndfile gives every Ogg stream a
+  random serial number, so the same audio would encode to different bytes each time;
+  :func:`fix_ogg_serial` sets a fixed serial and recomputes each page's CRC, which makes the
+  file a pure function of the samples.
 - ``.flac``: lossless PCM16, deterministic as written.
 
 Both are read back by :func:`runtime.core.audio.read_mono` (libsndfile decodes either).
@@ -24,8 +27,10 @@ import soundfile as sf
 
 from runtime.core.audio import SAMPLE_RATE, AudioFileError, Pcm
 
-OPUS_COMPRESSION_LEVEL = 0.85
-"""libsndfile's 0 (best) … 1 (smallest); 0.85 ≈ 40 kbit/s for Kokoro speech at 24 kHz."""
+OPUS_COMPRESSION_LEVEL = 0.94
+"""libsndfile's 0 (best) … 1 (smallest); 0.94 ≈ 23 kbit/s for Kokoro speech at 24 kHz."""
+LEGACY_OGG_ENCODING = "Ogg/Opus level 0.85"
+"""What every ``.ogg`` bank file was before manifests recorded their encoding."""
 OGG_SERIAL = 0x41505856
 """Fixed Ogg bitstream serial number ("APXV")."""
 BANK_SUFFIXES = (".ogg", ".flac")
@@ -68,6 +73,17 @@ def fix_ogg_serial(data: bytes, serial: int = OGG_SERIAL) -> bytes:
         out[pos:pos + size] = page
         pos += size
     return bytes(out)
+
+
+def bank_encoding(suffix: str) -> str:
+    """How a bank file with this suffix is encoded today (recorded per manifest item)."""
+    if suffix == ".ogg":
+        return f"Ogg/Opus level {OPUS_COMPRESSION_LEVEL}"
+    if suffix == ".flac":
+        return "FLAC PCM16"
+    raise AudioFileError(
+        f"unsupported bank audio format '{suffix}': use one of {', '.join(BANK_SUFFIXES)}"
+    )
 
 
 def encode_bank_audio(audio: Pcm, suffix: str, rate: int = SAMPLE_RATE) -> bytes:

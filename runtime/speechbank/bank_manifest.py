@@ -26,6 +26,12 @@ class BankItem(BaseModel):
     duration_ms: int = Field(ge=0)
     sample_rate: int = Field(gt=0)
     sha256: str
+    encoding: str | None = None
+    """How the file is encoded (``Ogg/Opus level 0.94``); None in manifests written before it
+    was recorded, whose ``.ogg`` files are ``Ogg/Opus level 0.85``."""
+    reencoded_from: str | None = None
+    """Set when the file was decoded from an earlier encoding and encoded again (a second
+    generation) instead of being synthesized afresh: the encoding it was first written in."""
 
 
 class BankManifest(BaseModel):
