@@ -34,6 +34,7 @@ from runtime.session.ray_executor import (
     in_flight_limit,
     run_campaign_ray,
 )
+from runtime.suite.subsets import AUDIT
 
 ROOT = Path(__file__).resolve().parent.parent
 RAY_ENV = {
@@ -103,13 +104,12 @@ def _run_dirs(out: Path) -> list[Path]:
     return sorted(m.parent for m in out.rglob("meta.json") if ".incomplete" not in m.parts)
 
 
-def test_the_24_oracles_on_ray_grade_and_write_as_with_the_local_executor(
+def test_the_24_audit_oracles_on_ray_grade_and_write_as_with_the_local_executor(
     ray_address: str, tmp_path: Path,
 ) -> None:
     local, on_ray = tmp_path / "local", tmp_path / "ray"
     runner = CliRunner()
-    common = ["run", "--tasks", str(default_tasks_dir()), "--agent", "scripted:oracle",
-              "--no-progress"]
+    common = ["run", "--tasks", AUDIT, "--agent", "scripted:oracle", "--no-progress"]
     t0 = time.monotonic()
     done_local = runner.invoke(main, [*common, "--out", str(local)])
     t1 = time.monotonic()

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from app.cli_study_a import sample_a_command
 from runtime.core.spec import TaskSpec, default_tasks_dir, load_tasks, read_yaml
+from runtime.suite.subsets import AUDIT, subset_ids, task_folders
 from study_protocols.study_a import SamplingError, annotator_order, sample_study_a
 
 CRITICAL = {"correct", "approve", "revoke"}
@@ -25,15 +26,17 @@ CRITICAL = {"correct", "approve", "revoke"}
 
 @pytest.fixture(scope="module")
 def tasks() -> list[TaskSpec]:
-    return load_tasks([default_tasks_dir()])
+    """The audit subset, Study A's default pool."""
+    return load_tasks(task_folders(None, AUDIT))
 
 
 @pytest.fixture(scope="module")
 def raw() -> dict[str, dict[str, Any]]:
-    """task id -> the task.yaml mapping, read without the pydantic models."""
+    """task id -> the task.yaml mapping of the audit subset, read without the pydantic
+    models."""
     out = {}
-    for path in sorted(default_tasks_dir().glob("*/task.yaml")):
-        data = read_yaml(path)
+    for task_id in subset_ids(AUDIT):
+        data = read_yaml(default_tasks_dir() / task_id / "task.yaml")
         out[data["id"]] = data
     return out
 
@@ -50,7 +53,7 @@ def _relabel(task: TaskSpec, suffix: str = "", **taxonomy: str) -> TaskSpec:
 
 def test_default_draw_meets_every_stratum(tasks: list[TaskSpec], raw: dict[str, Any]) -> None:
     sample = sample_study_a(tasks)
-    assert sample.task_ids == tuple(sorted(raw))  # the shipped suite is exactly 24 tasks
+    assert sample.task_ids == tuple(sorted(raw))  # the audit subset is exactly 24 tasks
     tax = [raw[t]["taxonomy"] for t in sample.task_ids]
     assert len({x["archetype"] for x in tax}) >= 8
     assert {"prepare-only", "approval-gated"} <= {x["autonomy"] for x in tax}
@@ -220,7 +223,7 @@ def test_cli_table_and_json(cli: click.Group) -> None:
     assert res.exit_code == 0, res.output
     payload = json.loads(res.output)
     assert payload["seed"] == 2 and len(payload["task_ids"]) == 9 and len(payload["items"]) == 27
-    assert payload == sample_study_a(load_tasks([default_tasks_dir()]), n_tasks=9,
+    assert payload == sample_study_a(load_tasks(task_folders(None, AUDIT)), n_tasks=9,
                                      seed=2).to_json()
 
 

@@ -18,7 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from app.cli_study_b import check_b_command, plan_b_command
-from runtime.core.spec import default_tasks_dir, load_tasks
+from runtime.core.spec import load_tasks
+from runtime.suite.subsets import AUDIT, task_folders
 from study_protocols.study_b import (
     PlanError,
     PlannedSession,
@@ -35,7 +36,8 @@ from study_protocols.study_b import (
 
 # Five specs that runtime.session.campaign.parse_agent_spec accepts here without keys or servers.
 SYSTEMS = ("scripted:oracle", "baseline", "openai-realtime", "gemini-live", "grok")
-TASK_IDS = tuple(t.id for t in load_tasks([default_tasks_dir()]))
+TASK_IDS = tuple(t.id for t in load_tasks(task_folders(None, AUDIT)))
+"""The audit subset: Study B's default task set."""
 
 
 @pytest.fixture(scope="module")
