@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
+from runtime.agents.scripted import EnergyVAD
 from tests.fakes.realtime.base import (
     FakeRealtimeServer,
     FakeSession,
@@ -63,6 +64,12 @@ LIVE_VOICES = (
 class GptLiveSession(FakeSession):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # The voice layer's server VAD waits longer than the other fakes' before it ends a user
+        # turn, so a caller answering two questions with a short pause between the answers is
+        # one turn whatever the bank's codec leaves in that pause (apexv1_001's oracle asks the
+        # beneficiary and the doctor in one turn; in ``open_backend`` nothing else holds the
+        # next turn back).
+        self.vad = EnergyVAD(hangover_ms=800)
         self.config: dict[str, Any] | None = None
         self.backend_active: str | None = None
         self.delegation = ""
