@@ -16,13 +16,15 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.conftest import bundled_tasks, run_script
+from runtime.core.spec import load_tasks
+from runtime.suite.subsets import AUDIT, task_folders
+from tests.conftest import run_script
 
 REPEATS = 3
 
 
 def build_campaigns(runs_dir: Path) -> list[str]:
-    tasks = sorted(bundled_tasks(), key=lambda t: t.id)
+    tasks = sorted(load_tasks(task_folders(None, AUDIT)), key=lambda t: t.id)  # audit subset
     wide = runs_dir / "wide"
     for i, task in enumerate(tasks):
         negatives = sorted(p.stem for p in (task.folder / "scripts").glob("negative_*.yaml"))

@@ -4,7 +4,7 @@
 (tests/browser/dashboard_scenario.py) opens the pages and prints what it measured; the tests
 below assert on it. Screenshots go to tests/browser/screenshots/ (git-ignored).
 
-The campaigns (tests/browser/dashboard_data.py): ``wide``, the 24 bundled tasks × 3 repeats of
+The campaigns (tests/browser/dashboard_data.py): ``wide``, the 24 audit tasks × 3 repeats of
 the scripted oracle and negative agents in virtual time; ``wide-copy``, the same runs again (its
 frontier point coincides with ``wide``'s); ``tiny``, 2 tasks × 1 repeat (Pass@3 undefined).
 

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from runtime.core.spec import load_tasks
 from runtime.session.campaign import run_campaign
+from runtime.suite.subsets import AUDIT, task_folders
 from tests.browser.test_browser import PASSWORD, SCREENSHOTS, part_ok, run_scenario, scenario_app
-from tests.conftest import bundled_tasks, run_script
+from tests.conftest import run_script
 
 LATE = Path(__file__).resolve().parent.parent / "fixtures" / "scripts" / \
     "apexv1_070_late_summary.yaml"
@@ -34,7 +36,7 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     app.state.engine.dispose()
     settings = app.state.settings
     data = settings.data_dir
-    tasks = [t for t in bundled_tasks() if (t.folder / "scripts" / "oracle.yaml").is_file()]
+    tasks = load_tasks(task_folders(None, AUDIT))  # the 24 audit tasks, each with an oracle
     assert len(tasks) == 24
     asyncio.run(run_campaign(tasks, "scripted:oracle", settings.runs_dir / "camp24",
                              repeats=REPEATS, concurrency=2))
