@@ -26,7 +26,8 @@ from sqlmodel import Session, select
 from app import study_a as svc
 from app.models_study_a import Annotator, ItemVisit, StudyA, StudyAItem
 from app.models_study_a import Rating as RatingRow
-from runtime.core.spec import TaskSpec, default_tasks_dir, load_tasks
+from runtime.core.spec import TaskSpec, load_tasks
+from runtime.suite.subsets import AUDIT, task_folders
 from study_protocols.agreement import REPORT_CSV_COLUMNS, agreement_report, read_ratings_csv
 from study_protocols.study_a import sample_study_a
 from study_protocols.visibility import (
@@ -49,7 +50,8 @@ GRADERS = ("exact", "casefold_exact", "normalized_date", "normalized_phone",
 
 @pytest.fixture(scope="module")
 def tasks() -> dict[str, TaskSpec]:
-    return {t.id: t for t in load_tasks([default_tasks_dir()])}
+    """The audit subset: the web Study A's pool (Catalogue.audit)."""
+    return {t.id: t for t in load_tasks(task_folders(None, AUDIT))}
 
 
 @pytest.fixture
