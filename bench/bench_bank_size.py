@@ -33,7 +33,7 @@ from grading.wer import wer_counts
 from runtime.core.audio import SAMPLE_RATE, read_mono
 from runtime.core.spec import default_tasks_dir, load_tasks
 from runtime.speech.asr import WhisperASR
-from runtime.speechbank.bank_audio import OPUS_COMPRESSION_LEVEL
+from runtime.speechbank.bank_audio import OPUS_COMPRESSION_LEVEL, encode_bank_audio
 from runtime.speechbank.bank_manifest import load_manifest
 
 CATALOGUE_N = 120
@@ -53,9 +53,7 @@ def _bank_files(tasks_dir: Path) -> list[tuple[Path, str, float]]:
 
 
 def _encode(pcm: np.ndarray, rate: int, level: float) -> bytes:
-    buf = io.BytesIO()
-    sf.write(buf, pcm, rate, format="OGG", subtype="OPUS", compression_level=level)
-    return buf.getvalue()
+    return encode_bank_audio(pcm, ".ogg", rate, opus_level=level)
 
 
 def _decode(data: bytes) -> tuple[np.ndarray, int]:
@@ -81,7 +79,7 @@ def _wer(asr: WhisperASR, items: list[tuple[np.ndarray, int, str]]) -> tuple[flo
     errors = words = 0
     for pcm, rate, text in items:
         counts = wer_counts(text, asr.transcribe(pcm, rate))
-        errors += counts.substitutions + counts.deletions + counts.insertions
+        errors += counts.errors
         words += counts.reference_words
     return errors / max(1, words), errors, words
 

@@ -29,7 +29,7 @@ from runtime.speechbank.bank import (
     build_bank,
     verify_bank,
 )
-from runtime.speechbank.bank_audio import write_bank_audio
+from runtime.speechbank.bank_audio import encode_bank_audio
 from runtime.speechbank.bank_manifest import load_manifest, save_manifest, sha256_file
 from runtime.user.simulator import FrozenSimulator, RevealPolicy
 from tests.conftest import bundled_tasks
@@ -131,9 +131,7 @@ def test_a_file_in_an_older_encoding_is_reencoded_not_resynthesized(task_copy: P
     victim = task_copy / "bank" / "opening_r1.ogg"
     pcm = read_mono(victim)
     old_level = bank_audio.OPUS_COMPRESSION_LEVEL
-    with pytest.MonkeyPatch.context() as mp:  # write the file as the old level did
-        mp.setattr(bank_audio, "OPUS_COMPRESSION_LEVEL", 0.85)
-        write_bank_audio(victim, pcm)
+    victim.write_bytes(encode_bank_audio(pcm, ".ogg", opus_level=0.85))  # as the old level did
     items = [i.model_copy(update={"encoding": None, "sha256": sha256_file(victim)})
              if i.realization == "opening_r1" else i for i in legacy.items]
     save_manifest(task_copy, legacy.model_copy(update={"items": items}))

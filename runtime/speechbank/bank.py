@@ -116,7 +116,8 @@ def item_encoding(item: BankItem) -> str:
     ``.ogg`` files at level 0.85 (or FLAC)."""
     if item.encoding is not None:
         return item.encoding
-    return LEGACY_OGG_ENCODING if item.file.lower().endswith(".ogg") else "FLAC PCM16"
+    suffix = Path(item.file).suffix.lower()
+    return LEGACY_OGG_ENCODING if suffix == ".ogg" else bank_encoding(suffix)
 
 
 def _current_encoding(task: TaskSpec, item: BankItem, target: Path,

@@ -86,12 +86,13 @@ def bank_encoding(suffix: str) -> str:
     )
 
 
-def encode_bank_audio(audio: Pcm, suffix: str, rate: int = SAMPLE_RATE) -> bytes:
-    """The file bytes for ``audio`` in the format named by ``suffix`` (``.ogg`` or ``.flac``)."""
+def encode_bank_audio(audio: Pcm, suffix: str, rate: int = SAMPLE_RATE, *,
+                      opus_level: float = OPUS_COMPRESSION_LEVEL) -> bytes:
+    """The file bytes for ``audio`` in the format named by ``suffix`` (``.ogg`` or ``.flac``);
+    ``opus_level`` other than the pinned one only for measuring (bench/bench_bank_size.py)."""
     buf = io.BytesIO()
     if suffix == ".ogg":
-        sf.write(buf, audio, rate, format="OGG", subtype="OPUS",
-                 compression_level=OPUS_COMPRESSION_LEVEL)
+        sf.write(buf, audio, rate, format="OGG", subtype="OPUS", compression_level=opus_level)
         return fix_ogg_serial(buf.getvalue())
     if suffix == ".flac":
         sf.write(buf, audio, rate, format="FLAC", subtype="PCM_16")

@@ -17,14 +17,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runtime.core.spec import TaskSpec, Taxonomy, default_tasks_dir, read_yaml, schema_problems
-from runtime.suite.composition import PAPER_N, paper_deviations
+from runtime.suite.composition import (
+    LIST_DIMENSIONS,
+    PAPER_N,
+    SCALAR_DIMENSIONS,
+    paper_deviations,
+)
 
 CATALOGUE_FILE = "catalogue.yaml"
-SCALAR_LABELS = (
-    "archetype", "industry", "artifact_class", "economic_role", "autonomy", "knowledge",
-    "tool_burden", "user_behavior", "risk",
-)
-LIST_LABELS = ("duplex", "delegation")
+SCALAR_LABELS = (*SCALAR_DIMENSIONS, "economic_role")
+"""The labels a task must carry exactly as its row has them."""
 
 
 class CatalogueError(ValueError):
@@ -108,7 +110,7 @@ def task_mismatches(task: TaskSpec, entries: Sequence[CatalogueEntry],
             out.append((f"taxonomy.{dim}", f"'{have}', but the catalogue plans '{planned}' "
                         f"({path}); the plan keeps the suite at the paper's composition, so "
                         "change both only together"))
-    for dim in LIST_LABELS:
+    for dim in LIST_DIMENSIONS:
         missing = [x for x in getattr(entry.taxonomy, dim) if x not in getattr(task.taxonomy, dim)]
         if missing:
             out.append((f"taxonomy.{dim}", f"lacks {missing}, which the catalogue plans "
