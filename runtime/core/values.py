@@ -548,6 +548,51 @@ def unit_numbers(text: str, unit: Literal["percent", "money"]) -> list[float]:
     return [float(n) for n in found]
 
 
+_ORDINAL = re.compile(
+    r"\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+    r"\w+teenth|\w+ieth|\d+(?:st|nd|rd|th))\b", re.IGNORECASE)
+"""An ordinal ("the first monthly payment") names a place in a row, not a count."""
+
+
+def cardinal_numbers(text: str) -> list[float]:
+    """:func:`numbers_in_text` leaving out ordinals ("the first payment" states no 1)."""
+    return numbers_in_text(_ORDINAL.sub(" ", text))
+
+
+def counted_numbers(text: str, nouns: Sequence[str]) -> list[float]:
+    """Numbers a text states as a count of one of ``nouns``, said in the three words before
+    the noun ("four monthly payments", "over 3 months"): a noun matches by its first five
+    letters, so "month" finds "monthly" and "months". A figure with a money or percent unit
+    is not a count, nor is an ordinal ("the first monthly payment")."""
+    stems = {n.lower()[:5] for n in nouns if len(n) > 2}
+    words = list(re.finditer(r"[\w$%'-]+", text))
+    out: list[float] = []
+    for k, w in enumerate(words):
+        if w.group().lower()[:5] not in stems or k == 0:
+            continue
+        before = _ORDINAL.sub(" ", text[words[max(0, k - 3)].start():w.start()])
+        priced = set(unit_numbers(before + w.group(), "money")) | set(
+            unit_numbers(before + w.group(), "percent"))
+        found = [n for n in numbers_in_text(before) if n not in priced]
+        if found:
+            out.append(found[-1])
+    return out
+
+
+def unit_numbers_near(text: str, unit: Literal["percent", "money"],
+                      cues: Sequence[str]) -> list[float]:
+    """:func:`unit_numbers` of the clauses of ``text`` (split at punctuation) that hold one of
+    ``cues``, by its first five letters ("discount" finds "discounted"; a short cue such as
+    "off" whole): "eighteen percent off compute, ten percent rollover" → [18] for "off"."""
+    stems = {c.lower()[:5] for c in cues if c}
+    out: list[float] = []
+    for clause in re.split(r"[,;:.!?](?:\s+|$)", text):
+        words = {w.lower()[:5] for w in re.findall(r"[A-Za-z]+", clause)}
+        if words & stems:
+            out += unit_numbers(clause, unit)
+    return out
+
+
 _AS_IN = re.compile(r"\b([A-Z])\s+(?:as|like) in\s+[A-Za-z]+\b")
 """A letter said with its spelling word: "F as in Frank"."""
 

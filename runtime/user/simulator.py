@@ -52,9 +52,12 @@ from runtime.core.spec import (
 )
 from runtime.core.values import (
     canonical_text,
+    cardinal_numbers,
+    counted_numbers,
     numbers_in_text,
     split_items,
     unit_numbers,
+    unit_numbers_near,
     value_in_text,
 )
 from runtime.session.observer import Act, SemanticActObserver
@@ -74,6 +77,7 @@ def select_realization(task_id: str, seed: int, plan: UserPlan, occurrence: int 
 
 MAX_PLANS_PER_TURN = 3
 """The most utterances the caller queues in answer to one agent turn (a multi-ask)."""
+_ARTICLES = frozenset({"a", "an", "the", "of"})
 MAX_STALLED = 2
 """After a fallback, how many times the caller restates what it needs before it waits."""
 
@@ -184,11 +188,13 @@ class RevealPolicy:
 
     What the caller does with an agent turn, in order (docs/grading.md, "The simulated
     caller"): a due world event first; otherwise it checks every value the agent restated
-    against its current facts and corrects what is wrong; answers an approval request for a
-    gated action (granting only when the rule's conditions hold, otherwise saying what it is
-    waiting for); answers every field asked (a multi-ask gets one answer per field, a
-    negotiated value is accepted or countered against the persona's limits); replies to
-    offers of other actions; then lifecycle, act, fallback and restatement plans.
+    against its current facts and corrects what is wrong; accepts or counters a value the
+    agent proposes for a negotiated field against the persona's limits (a value it already
+    agreed to, restated, needs no new answer); answers an approval request for a gated action
+    (granting only when the rule's conditions hold and nothing in the same turn was corrected
+    or countered, otherwise saying what it is waiting for); answers every field asked (a
+    multi-ask gets one answer per field); replies to offers of other actions; then lifecycle,
+    act, fallback and restatement plans.
     """
 
     def __init__(self, task: TaskSpec) -> None:
@@ -209,6 +215,9 @@ class RevealPolicy:
         self._verified = False
         """The agent's last restatement was checked and right: a bare "Is that right?"
         after it can be confirmed."""
+        self._accepting: dict[str, tuple[str, float, int]] = {}
+        """Per negotiated field, the last acceptance chosen: its plan, the value it accepts
+        and how often that plan had been spoken then (spoken since = agreed)."""
 
     # ------------------------------------------------------------------ bookkeeping
 
@@ -321,9 +330,9 @@ class RevealPolicy:
 
     def respond(self, acts: Sequence[Act]) -> list[Chosen]:
         """The plans answering a finished agent turn, in the order to speak them: a world
-        event's plan; else corrections of restated values, the answer to an approval
-        request, answers to questions, the reply to an offer; else, when none applies, a
-        lifecycle or act plan, the fallback or the stalled caller."""
+        event's plan; else corrections of restated values, the answer to a proposed value,
+        the answer to an approval request, answers to questions, the reply to an offer; else,
+        when none applies, a lifecycle or act plan, the fallback or the stalled caller."""
         world = self._best(
             p for p in self.task.plans
             if isinstance(p.when, TriggerWorld) and p.when.event in self.world_events
@@ -337,9 +346,20 @@ class RevealPolicy:
         # Fields each act's words name (lexicon or the caller's values), read once.
         named = {i: [n for _a, n in self._observer.fields_in(a.text)] for i, a in enumerate(acts)}
         confirmed, mismatched = self._answer_restatements(acts, verdicts, named, answer)
-        self._answer_approval_request(acts, mismatched, answer)
-        self._answer_questions(acts, verdicts, named, answer)
-        for act in acts:  # 4. Offers of something other than a gated action.
+        countered, accepts = self._answer_proposals(acts, named, answer)
+        approval = self._answer_approval_request(acts, mismatched or countered)
+        granted = approval is not None and approval[1].startswith("approval_request:")
+        for field_name, (plan, trigger, offered) in accepts.items():
+            # "Yes, go ahead" to terms it has just heard accepts them: one answer, not two.
+            said = approval[0] if granted and approval is not None else plan
+            if said is plan:
+                answer.add(plan, trigger)
+            if said is not None:
+                self._accepting[field_name] = (said.id, offered, self.occurrences(said.id))
+        if approval is not None:
+            answer.add(*approval)
+        self._answer_questions(acts, verdicts, answer)
+        for act in acts:  # 5. Offers of something other than a gated action.
             if act.act == "offer":
                 reply = "accept" if self._observer.offers_task_step(act.text) else "decline"
                 answer.add(self._where(TriggerOffer, reply=reply), f"offer:{reply}")
@@ -376,10 +396,71 @@ class RevealPolicy:
             answer.add(self._where(TriggerAct, act="confirm"), "act:confirm")
         return confirmed, mismatched
 
-    def _answer_approval_request(self, acts: Sequence[Act], mismatched: bool,
-                                 answer: _Answer) -> None:
-        """2. An approval request for a gated action not yet submitted: leave, or why not
-        yet (after a correction the agent must ask again)."""
+    def _answer_proposals(
+        self, acts: Sequence[Act], named: dict[int, list[str]], answer: _Answer,
+    ) -> tuple[bool, dict[str, tuple[UserPlan, str, float]]]:
+        """2. Values the agent proposes for negotiated fields ("The best I can do is 15%."),
+        judged by the persona's limits before any approval request of the same turn: the
+        terms come before the go-ahead. A counter is answered here (and True returned: no
+        approval now); acceptances are returned by field (plan, trigger, value) for
+        :meth:`respond` to speak, or to leave to the approval that accepts them."""
+        countered = False
+        accepts: dict[str, tuple[UserPlan, str, float]] = {}
+
+        def reply(act: Act, field_name: str) -> None:
+            nonlocal countered
+            if field_name in answer.covered:
+                return
+            about = act.model_copy(update={"field": field_name})
+            if self._restates_agreement(about):
+                answer.covered.add(field_name)  # a recap of the value it agreed to
+                return
+            found = self._proposal(about)
+            if found is None:
+                return
+            answer.covered.add(field_name)
+            plan, offered = found
+            if plan.intent == "decline":
+                answer.add(plan, f"proposal:{field_name}")
+                countered = True
+            else:
+                accepts[field_name] = (plan, f"proposal:{field_name}", offered)
+
+        for i, act in enumerate(acts):
+            if act.field is None and act.act in ("inform", "offer", "ask"):
+                for name in named[i]:
+                    reply(act, name)
+        for act in acts:
+            if act.field is not None:
+                reply(act, act.field)
+        for field_name in self._accepting:  # an agreed value changed where no act names it
+            if field_name not in answer.covered:
+                changed = next((a for a in acts if self._reopens(
+                    a.model_copy(update={"field": field_name}))), None)
+                if changed is not None:
+                    reply(changed, field_name)
+        return countered, accepts
+
+    def agreed(self, field_name: str) -> float | None:
+        """The value of a negotiated field the caller has said yes to, if any."""
+        plan_id, offered, before = self._accepting.get(field_name, ("", 0.0, 0))
+        return offered if plan_id and self.occurrences(plan_id) > before else None
+
+    def _restates_agreement(self, act: Act) -> bool:
+        """Once the caller has agreed to a value for ``act.field``, a turn reopens it only
+        by stating another figure in the field's unit: one that states the agreed figure
+        (a recap) or none with the unit (other numbers of the deal) needs no new answer."""
+        agreed = self.agreed(act.field) if act.field else None
+        if agreed is None:
+            return False
+        figures, with_unit = self._proposed_numbers(act)
+        return not with_unit or any(abs(f - agreed) < 1e-9 for f in figures)
+
+    def _answer_approval_request(self, acts: Sequence[Act], blocked: bool,
+                                 ) -> tuple[UserPlan | None, str] | None:
+        """3. The answer to an approval request for a gated action not yet submitted (plan,
+        trigger): leave, or why not yet; none after a correction or a counter-offer (the agent
+        must ask again)."""
         for act in acts:
             if act.act != "request_approval" or not act.action:
                 continue
@@ -387,36 +468,23 @@ class RevealPolicy:
             if rule is None or self.lifecycles.get(rule.artifact, Lifecycle.DRAFT).rank >= (
                     Lifecycle.SUBMITTED.rank):
                 continue
-            if mismatched:
-                break  # the correction comes first; the agent must ask again
+            if blocked:
+                return None  # the correction or counter comes first; the agent must ask again
             block = self.approval_block(rule)
             if block is None:
-                answer.add(self._where(TriggerApproval, action=rule.action),
-                           f"approval_request:{rule.action}")
-            else:
-                answer.add(self._where(TriggerApprovalWait, action=rule.action, reason=block),
-                           f"approval_wait:{rule.action}:{block}")
-            break
+                return (self._where(TriggerApproval, action=rule.action),
+                        f"approval_request:{rule.action}")
+            return (self._where(TriggerApprovalWait, action=rule.action, reason=block),
+                    f"approval_wait:{rule.action}:{block}")
+        return None
 
     def _answer_questions(self, acts: Sequence[Act], verdicts: Mapping[int, str],
-                          named: dict[int, list[str]], answer: _Answer) -> None:
-        """3. Questions: one answer per field asked; a negotiated value against the limits;
+                          answer: _Answer) -> None:
+        """4. Questions: one answer per field asked (a proposed value was answered in 2.);
         a question that names no field by the kind of answer it wants."""
         covered = answer.covered
         for i, act in enumerate(acts):
-            if act.field is None and act.act in ("inform", "offer", "ask"):
-                for name in named[i]:
-                    found = self._named_proposal(act, name)
-                    if found is not None and name not in covered:
-                        answer.add(found, f"proposal:{name}")  # "The best I can do is 15%."
-                        covered.add(name)
-        for i, act in enumerate(acts):
             if act.field is None or act.field in covered:
-                continue
-            found = self._proposal(act)
-            if found is not None:
-                answer.add(found, f"proposal:{act.field}")
-                covered.add(act.field)
                 continue
             if act.act == "ask" or (act.act == "confirm" and verdicts.get(i) == "unknown"):
                 plan = self._best(p for p in self.task.plans
@@ -435,7 +503,7 @@ class RevealPolicy:
                     covered.update(plan.when.fields)
 
     def _answer_nothing_specific(self, acts: Sequence[Act], confirmed: bool) -> list[Chosen]:
-        """5. Nothing specific: lifecycle, acts, then fallback and restatement."""
+        """6. Nothing specific: lifecycle, acts, then fallback and restatement."""
         plan = self._best(
             p for p in self.task.plans
             if isinstance(p.when, TriggerLifecycle)
@@ -461,9 +529,9 @@ class RevealPolicy:
                 return self._idle([Chosen(plan, "stalled")])
         return []
 
-    def _named_proposal(self, act: Act, name: str) -> UserPlan | None:
-        """The caller's answer to ``act`` read as about field ``name`` (a value its words
-        name), when it proposes one."""
+    def _named_proposal(self, act: Act, name: str) -> tuple[UserPlan, float] | None:
+        """The caller's answer to ``act`` read as proposing a value for field ``name``, and
+        the value, when it proposes one."""
         return self._proposal(act.model_copy(update={"field": name}))
 
     def _answer_by_kind(self, text: str, covered: set[str]) -> UserPlan | None:
@@ -494,26 +562,89 @@ class RevealPolicy:
         self._idle_answers += 1
         return chosen
 
-    def _proposal(self, act: Act) -> UserPlan | None:
-        """A plan for a value the agent proposes for a negotiated field, by its range."""
+    def _proposal(self, act: Act) -> tuple[UserPlan, float] | None:
+        """The plan answering a value the agent proposes for a negotiated field (by the
+        persona's range), and the value."""
         plans = [p for p in self.task.plans
                  if isinstance(p.when, TriggerProposal) and p.when.field == act.field]
         if not plans:
             return None
-        spec = self._spec(act.field) if act.field else None
-        words = f"{act.field} {spec.label if spec else ''}".lower()
-        unit: Literal["percent", "money"] = "percent" if (
-            "pct" in words or "percent" in words or "discount" in words) else "money"
-        numbers = unit_numbers(act.text, unit) or numbers_in_text(act.text)
+        numbers, _with_unit = self._proposed_numbers(act)
         if not numbers:
             return None
-        # "Three hundred is too much, but I can do one fifty": the last one is the offer.
-        offered = numbers[-1]
-        return self._best(
+        # "Three hundred is too much, but I can do one fifty": the last one is the offer; a
+        # figure the caller gave itself ("against your ask of 3,600") is not an offer unless
+        # it is the only one.
+        own = self._own_figures()
+        offered = [n for n in numbers if n not in own][-1:] or numbers[-1:]
+        plan = self._best(
             p for p in plans
-            if (p.when.min is None or offered >= p.when.min - 1e-9)  # type: ignore[union-attr]
-            and (p.when.max is None or offered <= p.when.max + 1e-9)  # type: ignore[union-attr]
+            if (p.when.min is None or offered[0] >= p.when.min - 1e-9)  # type: ignore[union-attr]
+            and (p.when.max is None or offered[0] <= p.when.max + 1e-9)  # type: ignore[union-attr]
         )
+        return (plan, offered[0]) if plan is not None else None
+
+    def _proposed_numbers(self, act: Act) -> tuple[list[float], bool]:
+        """The figures ``act`` states for its negotiated field, and whether they carry the
+        field's unit: a percent for a discount or ``_pct`` field, dollars otherwise, or for a
+        field that counts something ("number of monthly payments") the numbers said as that
+        count; else (False) every number it says that has no unit."""
+        unit, cues = self._unit_of(act.field)
+        if unit == "count":
+            found = counted_numbers(act.text, cues)
+            if found:
+                return found, True
+            priced = set(unit_numbers(act.text, "money")) | set(unit_numbers(act.text, "percent"))
+            return [n for n in cardinal_numbers(act.text) if n not in priced], False
+        found = unit_numbers(act.text, unit)
+        if len(set(found)) > 1:
+            # A recap with several figures in the unit: the ones said with the field's words
+            # ("eighteen percent off compute, ten percent rollover" for a discount).
+            found = unit_numbers_near(act.text, unit, cues) or found
+        return (found, True) if found else (numbers_in_text(act.text), False)
+
+    def _unit_of(self, field_name: str | None
+                 ) -> tuple[Literal["percent", "money", "count"], list[str]]:
+        """How a negotiated field's figures are said, and the words said with them: a count
+        for a "number of …" field (its nouns), a percent for a discount or ``_pct`` field,
+        dollars otherwise (the label's words; "off" and "discount" for a percent)."""
+        spec = self._spec(field_name) if field_name else None
+        label = spec.label.lower() if spec else ""
+        words = f"{field_name} {label}".lower()
+        if label.startswith("number of "):
+            return "count", [w for w in label.removeprefix("number of ").split()
+                             if w not in _ARTICLES]
+        cues = [w for w in label.split() if len(w) > 3]
+        if "pct" in words or "percent" in words or "discount" in words:
+            return "percent", [*cues, "off", "discount"]
+        return "money", cues
+
+    def _reopens(self, act: Act) -> bool:
+        """Whether a turn the observer did not tag with ``act.field`` states, with the
+        field's own words, a figure other than the one the caller agreed to ("sixteen percent
+        off" in a recap after eighteen was agreed)."""
+        agreed = self.agreed(act.field) if act.field else None
+        if agreed is None:
+            return False
+        unit, cues = self._unit_of(act.field)
+        figures = (counted_numbers(act.text, cues) if unit == "count"
+                   else unit_numbers_near(act.text, unit, cues))
+        return bool(figures) and all(abs(f - agreed) > 1e-9 for f in figures)
+
+    def _own_figures(self) -> set[float]:
+        """The numbers the caller has said itself (the numeric facts of its spoken plans)."""
+        out: set[float] = set()
+        for plan in self.task.plans:
+            if plan.id not in self.spoken:
+                continue
+            for ref in plan.facts:
+                carried = self.task.carried_version(plan, ref.fact)
+                value = None if carried is None or isinstance(carried.value, bool) else (
+                    carried.value)
+                if isinstance(value, (int, float)) or (
+                        isinstance(value, str) and re.fullmatch(r"\d+(\.\d+)?", value)):
+                    out.add(float(value))
+        return out
 
 
 @dataclass
