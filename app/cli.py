@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import json
 import os
@@ -21,6 +22,7 @@ from runtime.core.spec import TaskLoadError, TaskSpec, default_tasks_dir, find_t
 
 if TYPE_CHECKING:
     from runtime.session.campaign import CampaignSummary
+    from runtime.speechbank.bank import TTSEngine
 
 
 
@@ -127,17 +129,30 @@ def bank() -> None:
                    "an older encoding is only re-encoded).")
 @no_progress_option
 def bank_build(task_ids: tuple[str, ...], tts: str, force: bool, no_progress: bool) -> None:
-    """Synthesize every realization and write the manifest with checksums."""
-    from runtime.speechbank.bank import EspeakEngine, TTSEngine, TTSError, build_bank
+    """Synthesize every realization and write the manifest with checksums. Kokoro builds
+    take turns machine-wide (a lock in the speech cache)."""
+    from runtime.speechbank.bank import EspeakEngine
 
     engine: TTSEngine
+    lock: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if tts == "kokoro":
+        from runtime.speechbank.kokoro_assets import kokoro_build_lock
         from runtime.speechbank.tts_kokoro import KokoroEngine
 
         engine = KokoroEngine()
+        lock = kokoro_build_lock(on_wait=lambda path: click.echo(
+            f"waiting for another Kokoro bank build to finish (lock {path})", err=True))
     else:
         engine = EspeakEngine()
     selected = [find_task(t) for t in task_ids] if task_ids else _load_all([])
+    with lock:
+        _build_banks(selected, engine, force, no_progress)
+
+
+def _build_banks(selected: list[TaskSpec], engine: TTSEngine, force: bool,
+                 no_progress: bool) -> None:
+    from runtime.speechbank.bank import TTSError, build_bank
+
     total = sum(len(plan.realizations) for task in selected for plan in task.plans)
     with progress_bar("bank build", "realizations", total,
                       progress_enabled(no_progress)) as bar:

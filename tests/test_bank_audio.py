@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,16 @@ import pytest
 
 from runtime.core.audio import AudioFileError, read_mono, rms
 from runtime.speechbank.bank import espeak_voice
-from runtime.speechbank.bank_audio import OGG_SERIAL, encode_bank_audio, ogg_crc, write_bank_audio
+from runtime.speechbank.bank_audio import (
+    MAX_TURN_PAUSE_MS,
+    OGG_SERIAL,
+    encode_bank_audio,
+    encode_turn,
+    longest_pause_ms,
+    ogg_crc,
+    write_bank_audio,
+)
+from runtime.speechbank.kokoro_assets import kokoro_build_lock
 
 
 def _tone(seconds: float = 1.5) -> np.ndarray:  # type: ignore[type-arg]
@@ -64,3 +75,65 @@ def test_kokoro_voice_names_map_to_espeak_voices() -> None:
     assert espeak_voice("am_michael") == "en-us+m3"
     assert espeak_voice("bf_emma") == "en-gb+f3"
     assert espeak_voice("en-gb+f2") == "en-gb+f2"  # espeak names pass through
+
+
+def _speech_with_pause(pause_ms: int) -> np.ndarray:  # type: ignore[type-arg]
+    """Two loud bursts with ``pause_ms`` of near-silence between (a full stop)."""
+    quiet = np.zeros(24 * pause_ms, dtype=np.int16)
+    return np.concatenate([_tone(0.8), quiet, _tone(0.8)])
+
+
+def _quiet_runs_by_hand(audio: np.ndarray, phase: int) -> int:  # type: ignore[type-arg]
+    """The longest run of 40 ms frames below RMS 300 between loud ones, counted in a plain
+    loop (independent of the vectorized measure)."""
+    levels = []
+    for start in range(phase, len(audio) - 959, 960):
+        x = audio[start:start + 960].astype(float)
+        levels.append((sum(v * v for v in x) / 960) ** 0.5)
+    loud = [i for i, v in enumerate(levels) if v >= 300]
+    return max((b - a - 1 for a, b in itertools.pairwise(loud)), default=0) * 40
+
+
+def test_longest_pause_is_what_a_40_ms_turn_detector_hears() -> None:
+    for pause in (200, 500, 700):
+        audio = _speech_with_pause(pause)
+        want = max(_quiet_runs_by_hand(audio, 0), _quiet_runs_by_hand(audio, 480))
+        assert longest_pause_ms(audio) == want
+        assert pause - 80 <= want <= pause + 40
+    assert longest_pause_ms(_tone()) == 0
+
+
+def test_an_encoded_realization_never_pauses_as_long_as_a_turn_end(tmp_path: Path) -> None:
+    """A pause the scripted agent's 640 ms hangover would take for the end of the caller's
+    turn is cut until the decoded file pauses at most MAX_TURN_PAUSE_MS; a short one is left
+    alone, byte for byte as the plain encoder writes it."""
+    long_pause = _speech_with_pause(700)
+    turn = write_bank_audio(tmp_path / "long.ogg", long_pause)
+    back = read_mono(tmp_path / "long.ogg")
+    assert longest_pause_ms(back) == turn.longest_pause_ms <= MAX_TURN_PAUSE_MS < 640
+    assert turn.duration_ms == len(back) * 1000 // 24_000 < len(long_pause) * 1000 // 24_000
+    short = _speech_with_pause(300)
+    kept = encode_turn(short, ".ogg")
+    assert kept.data == encode_bank_audio(short, ".ogg")
+    assert kept.duration_ms == len(short) * 1000 // 24_000
+
+
+def test_kokoro_builds_take_turns(tmp_path: Path) -> None:
+    """A second build waits (and is told so) while the first holds the machine's lock, and
+    goes on as soon as it is released."""
+    order: list[str] = []
+    waited: list[Path] = []
+
+    def second() -> None:
+        with kokoro_build_lock(on_wait=waited.append, root=tmp_path):
+            order.append("second")
+
+    with kokoro_build_lock(root=tmp_path):
+        worker = threading.Thread(target=second)
+        worker.start()
+        worker.join(timeout=0.5)
+        assert worker.is_alive()  # blocked on the lock
+        order.append("first")
+    worker.join(timeout=10)
+    assert order == ["first", "second"]
+    assert waited == [tmp_path / "kokoro-build.lock"]

@@ -25,7 +25,13 @@ import soundfile as sf
 
 from runtime.core.audio import SAMPLE_RATE, AudioFileError, Pcm, read_mono, resample, rms
 from runtime.core.spec import TaskSpec
-from runtime.speechbank.bank_audio import LEGACY_OGG_ENCODING, bank_encoding, write_bank_audio
+from runtime.speechbank.bank_audio import (
+    LEGACY_OGG_ENCODING,
+    MAX_TURN_PAUSE_MS,
+    bank_encoding,
+    longest_pause_ms,
+    write_bank_audio,
+)
 from runtime.speechbank.bank_manifest import (
     BankItem,
     BankManifest,
@@ -122,20 +128,31 @@ def item_encoding(item: BankItem) -> str:
 
 def _current_encoding(task: TaskSpec, item: BankItem, target: Path,
                       log: list[str] | None) -> BankItem:
-    """A kept item in today's encoding: a file in an older one is decoded and encoded again
-    (a second generation, recorded in ``reencoded_from``) instead of synthesized afresh."""
+    """A kept item in today's encoding with its pauses under the limit
+    (:data:`MAX_TURN_PAUSE_MS`): a file in an older encoding, or one that pauses too long, is
+    decoded and encoded again (a further generation, recorded in ``reencoded_from``; its
+    pauses cut, :func:`~runtime.speechbank.bank_audio.encode_turn`) instead of synthesized
+    afresh."""
     want = bank_encoding(target.suffix.lower())
     have = item_encoding(item)
-    if have == want:
-        return item.model_copy(update={"encoding": want})
+    pause = item.longest_pause_ms
     try:
-        write_bank_audio(target, read_mono(target))
+        if have == want:
+            if pause is None:
+                pause = longest_pause_ms(read_mono(target))
+            if pause <= MAX_TURN_PAUSE_MS:
+                return item.model_copy(update={"encoding": want, "longest_pause_ms": pause})
+        turn = write_bank_audio(target, read_mono(target))
     except AudioFileError as exc:
         raise TTSError(f"{task.id}: realization '{item.realization}': {exc}") from None
     if log is not None:
-        log.append(f"{task.id}: re-encoded {item.realization} ({have} -> {want})")
-    return item.model_copy(update={"encoding": want, "sha256": sha256_file(target),
-                                   "reencoded_from": item.reencoded_from or have})
+        why = (f"{have} -> {want}" if have != want
+               else f"a {pause} ms pause cut to {turn.longest_pause_ms} ms")
+        log.append(f"{task.id}: re-encoded {item.realization} ({why})")
+    return item.model_copy(update={
+        "encoding": want, "sha256": sha256_file(target), "duration_ms": turn.duration_ms,
+        "longest_pause_ms": turn.longest_pause_ms, "reencoded_from": item.reencoded_from or have,
+    })
 
 
 def build_bank(
@@ -168,13 +185,14 @@ def build_bank(
             )
             _check_audible(audio, f"{task.id}: realization '{real.id}'")
             try:
-                write_bank_audio(target, audio)
+                turn = write_bank_audio(target, audio)
             except AudioFileError as exc:
                 raise TTSError(f"{task.id}: realization '{real.id}': {exc}") from None
             items.append(BankItem(
                 realization=real.id, plan=plan.id, text=real.text, file=real.audio,
-                duration_ms=len(audio) * 1000 // SAMPLE_RATE, sample_rate=SAMPLE_RATE,
+                duration_ms=turn.duration_ms, sample_rate=SAMPLE_RATE,
                 sha256=sha256_file(target), encoding=bank_encoding(target.suffix.lower()),
+                longest_pause_ms=turn.longest_pause_ms,
             ))
             if log is not None:
                 log.append(f"{task.id}: synthesized {real.id} ({len(audio) / SAMPLE_RATE:.1f} s)")

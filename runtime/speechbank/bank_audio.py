@@ -19,13 +19,14 @@ from __future__ import annotations
 import io
 import itertools
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import soundfile as sf
 
-from runtime.core.audio import SAMPLE_RATE, AudioFileError, Pcm
+from runtime.core.audio import FRAME_SAMPLES, SAMPLE_RATE, AudioFileError, Pcm
 
 OPUS_COMPRESSION_LEVEL = 0.94
 """libsndfile's 0 (best) … 1 (smallest); 0.94 ≈ 23 kbit/s for Kokoro speech at 24 kHz."""
@@ -102,16 +103,27 @@ def encode_bank_audio(audio: Pcm, suffix: str, rate: int = SAMPLE_RATE, *,
     )
 
 
-def write_bank_audio(path: Path, audio: Pcm, rate: int = SAMPLE_RATE) -> None:
-    """Encode by suffix and write atomically (a crash never leaves half a file)."""
+def decode_bank_audio(data: bytes) -> Pcm:
+    """The PCM16 samples of encoded bank file bytes (what the runtime will play)."""
     try:
-        data = encode_bank_audio(audio, path.suffix.lower(), rate)
+        pcm, _rate = sf.read(io.BytesIO(data), dtype="int16", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError) as exc:
+        raise AudioFileError(f"cannot decode bank audio: {exc}") from None
+    return np.ascontiguousarray(pcm[:, 0])
+
+
+def write_bank_audio(path: Path, audio: Pcm, rate: int = SAMPLE_RATE) -> BankAudio:
+    """Encode a realization by suffix, its pauses kept under :data:`MAX_TURN_PAUSE_MS`
+    (:func:`encode_turn`), and write it atomically (a crash never leaves half a file)."""
+    try:
+        turn = encode_turn(audio, path.suffix.lower(), rate)
     except AudioFileError as exc:
         raise AudioFileError(f"{path}: {exc}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
+    tmp.write_bytes(turn.data)
     tmp.replace(path)
+    return turn
 
 
 # --------------------------------------------------------------------------- pauses
@@ -170,3 +182,61 @@ def tighten_pauses(
         else:
             out = np.concatenate([out, nxt])
     return np.round(out).clip(-32768, 32767).astype(np.int16)
+
+
+# --------------------------------------------------------------------------- turn pauses
+
+MAX_TURN_PAUSE_MS = 520
+"""The longest quiet stretch a realization may hold inside it, as a turn detector with 40 ms
+frames hears the decoded file: three frames short of the scripted agent's 640 ms hangover,
+the shortest end-of-turn wait of any agent here. A longer pause ends the caller's turn in the
+middle (the agent answers half an utterance). Kokoro's full stops, a 40 ms frame straddling
+the end of a word, and lossy coding each lengthen a pause that :func:`tighten_pauses` cut to
+480 ms in 20 ms windows; so the limit is checked on the encoded file."""
+
+
+@dataclass(frozen=True)
+class BankAudio:
+    """An encoded realization: the file bytes, its duration and its longest inner pause."""
+
+    data: bytes
+    duration_ms: int
+    longest_pause_ms: int
+
+
+def longest_pause_ms(audio: Pcm, *, frame: int = FRAME_SAMPLES,
+                     quiet_rms: float = QUIET_RMS) -> int:
+    """The longest run of quiet frames between two loud ones, in ms, over both frame phases
+    (from the first sample, and half a frame later): how long a turn detector that reads
+    ``frame``-sample frames may hear the speaker pause inside the utterance."""
+    longest = 0
+    for phase in (0, frame // 2):
+        n = (len(audio) - phase) // frame
+        if n < 2:
+            continue
+        block = audio[phase:phase + n * frame].astype(np.float64).reshape(n, frame)
+        loud = np.flatnonzero(np.sqrt(np.mean(block * block, axis=1)) >= quiet_rms)
+        if len(loud) >= 2:
+            longest = max(longest, int(np.max(np.diff(loud))) - 1)
+    return longest * frame * 1000 // SAMPLE_RATE
+
+
+def encode_turn(audio: Pcm, suffix: str, rate: int = SAMPLE_RATE, *,
+                max_pause_ms: int = MAX_TURN_PAUSE_MS) -> BankAudio:
+    """Encode ``audio`` (:func:`encode_bank_audio`) so that the decoded file pauses no longer
+    than ``max_pause_ms`` inside: while it does, the pauses of the source are cut 40 ms
+    shorter (:func:`tighten_pauses`) and it is encoded again. Audio whose pauses cannot be
+    brought under the limit (a pause of a few frames' length left) is an error."""
+    cut = 480
+    while True:
+        data = encode_bank_audio(audio, suffix, rate)
+        decoded = decode_bank_audio(data)
+        pause = longest_pause_ms(decoded)
+        if pause <= max_pause_ms:
+            return BankAudio(data, len(decoded) * 1000 // rate, pause)
+        cut -= 40
+        if cut < 200:
+            raise AudioFileError(
+                f"a pause of {pause} ms inside the utterance stays above {max_pause_ms} ms "
+                "however short its pauses are cut; check the synthesized audio")
+        audio = tighten_pauses(audio, rate=rate, max_pause_ms=cut)

@@ -32,6 +32,10 @@ class BankItem(BaseModel):
     reencoded_from: str | None = None
     """Set when the file was decoded from an earlier encoding and encoded again (a second
     generation) instead of being synthesized afresh: the encoding it was first written in."""
+    longest_pause_ms: int | None = Field(default=None, ge=0)
+    """The longest quiet stretch inside the decoded file as a 40 ms turn detector hears it
+    (:func:`runtime.speechbank.bank_audio.longest_pause_ms`); None in manifests written before
+    it was measured."""
 
 
 class BankManifest(BaseModel):

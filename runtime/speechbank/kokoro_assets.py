@@ -89,6 +89,32 @@ def cache_root() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "apex-voice"
 
 
+@contextmanager
+def kokoro_build_lock(on_wait: Callable[[Path], None] | None = None,
+                      root: Path | None = None) -> Iterator[None]:
+    """Hold the machine's Kokoro build lock (a file in the cache root) while a bank is
+    synthesized: Kokoro takes both cores and a few hundred MB, so builds started together
+    (several task writers at once) take turns instead of thrashing; ``on_wait`` is told the
+    lock's path when another build holds it. The operating system drops the lock of a process
+    that dies."""
+    from filelock import FileLock, Timeout
+
+    base = root if root is not None else cache_root()
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / "kokoro-build.lock"
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        if on_wait is not None:
+            on_wait(path)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def default_cache_dir() -> Path:
     return cache_root() / "kokoro"
 
