@@ -77,9 +77,3 @@ def test_proportions_close_to_the_paper() -> None:
             assert gap <= 0.05, (
                 f"{dim}={label}: suite {comp[dim][label]}/{n} vs paper {count}/{total}"
             )
-
-
-def test_committed_bank_stays_under_40_mb() -> None:
-    total = sum(p.stat().st_size for t in TASKS for p in (t.folder / "bank").iterdir())
-    print(f"\nspeech bank: {total / 2**20:.1f} MiB over {len(TASKS)} tasks")
-    assert total < 40 * 2**20
