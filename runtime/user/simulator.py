@@ -348,14 +348,14 @@ class RevealPolicy:
         confirmed, mismatched = self._answer_restatements(acts, verdicts, named, answer)
         countered, accepts = self._answer_proposals(acts, named, answer)
         approval = self._answer_approval_request(acts, mismatched or countered)
-        granted = approval is not None and approval[1].startswith("approval_request:")
+        grant = approval[0] if approval is not None and approval[1].startswith(
+            "approval_request:") else None
         for field_name, (plan, trigger, offered) in accepts.items():
             # "Yes, go ahead" to terms it has just heard accepts them: one answer, not two.
-            said = approval[0] if granted and approval is not None else plan
+            said = grant if grant is not None else plan
             if said is plan:
                 answer.add(plan, trigger)
-            if said is not None:
-                self._accepting[field_name] = (said.id, offered, self.occurrences(said.id))
+            self._accepting[field_name] = (said.id, offered, self.occurrences(said.id))
         if approval is not None:
             answer.add(*approval)
         self._answer_questions(acts, verdicts, answer)
