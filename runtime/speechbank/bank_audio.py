@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import soundfile as sf
 
-from runtime.core.audio import FRAME_SAMPLES, SAMPLE_RATE, AudioFileError, Pcm
+from runtime.core.audio import FRAME_SAMPLES, SAMPLE_RATE, AudioFileError, Pcm, frame_levels
 
 OPUS_COMPRESSION_LEVEL = 0.94
 """libsndfile's 0 (best) … 1 (smallest); 0.94 ≈ 23 kbit/s for Kokoro speech at 24 kHz."""
@@ -214,8 +214,8 @@ def longest_pause_ms(audio: Pcm, *, frame: int = FRAME_SAMPLES,
         n = (len(audio) - phase) // frame
         if n < 2:
             continue
-        block = audio[phase:phase + n * frame].astype(np.float64).reshape(n, frame)
-        loud = np.flatnonzero(np.sqrt(np.mean(block * block, axis=1)) >= quiet_rms)
+        loud = np.flatnonzero(np.asarray(frame_levels(audio[phase:phase + n * frame], frame))
+                              >= quiet_rms)
         if len(loud) >= 2:
             longest = max(longest, int(np.max(np.diff(loud))) - 1)
     return longest * frame * 1000 // SAMPLE_RATE
