@@ -1102,8 +1102,10 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     # ... nor one more for someone else, nor a gated verb in a purpose clause
     ("apexv1_010", "That one's done. Want me to file one for anybody else on the crew?",
      [("inform", None), ("offer", None)]),
+    # (which figure it checks names no field: ten thousand is no 312,000 budget misheard, an
+    # amount a digit or two off being its field's only when the field is named)
     ("apexv1_100", "Just so I put the right figure in, was that ten thousand or ten percent?",
-     [("confirm", "total_budget")]),
+     [("ask", None)]),
     # leave asked in a statement: "If that's okay with you, I'll ..."
     ("apexv1_064", "If that's okay with you, I'll book the slot for you now.",
      [("request_approval", "commit:appt_1")]),

@@ -537,15 +537,21 @@ def spelled_out(text: str) -> str:
 
 
 def unit_numbers(text: str, unit: Literal["percent", "money"]) -> list[float]:
-    """Numbers a text states with that unit: "fifteen percent" / "15%" (percent), "$150" /
-    "one hundred fifty dollars" (money)."""
+    """Numbers a text states with that unit: "fifteen percent" / "15%" / "half the fee"
+    (percent), "$150" / "one hundred fifty dollars" / "760 pounds" (money)."""
     t = _spoken_digits(text)
     if unit == "percent":
         found = re.findall(r"(\d+(?:\.\d+)?)\s*(?:%|percent\b|per cent\b)", t, re.IGNORECASE)
+        found += ["50"] * len(_HALF_OF.findall(t))
     else:
         found = [a or b for a, b in re.findall(
-            r"\$\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*(?:dollars?|bucks)\b", t, re.IGNORECASE)]
+            r"[$£€]\s*(\d+(?:\.\d+)?)|(\d+(?:\.\d+)?)\s*(?:dollars?|bucks|pounds?|quid|euros?)\b",
+            t, re.IGNORECASE)]
     return [float(n) for n in found]
+
+
+_HALF_OF = re.compile(r"\bhalf(?: of)? (?:the|your|that|this|its|it)\b", re.IGNORECASE)
+"""A share said as "half the fee" / "half of your premium": fifty percent."""
 
 
 _ORDINAL = re.compile(

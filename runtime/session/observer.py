@@ -23,7 +23,7 @@ import itertools
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -1534,6 +1534,19 @@ def _near_tokens(value: Any, text: str) -> set[str]:
     return out
 
 
+def _without_explained(out: list[FieldKey], near: dict[FieldKey, set[str]],
+                       values: Sequence[tuple[FieldKey, FieldSpec, list[Any]]]) -> list[FieldKey]:
+    """``out`` without the fields found only by tokens (``near``: a misheard identifier or
+    amount) that another found field's value states exactly: "INV-20391", the duplicate
+    invoice's first version, is not the original INV-20388 misheard; the 3,350 agreed in a
+    recap is not the caller's ask of 3,600."""
+    if not near:
+        return out
+    exact = {canonical_identifier(v) for key, _, vals in values
+             if key in out and key not in near for v in vals}
+    return [k for k in out if k not in near or not near[k] <= exact]
+
+
 def _base(word: str) -> str:
     """A verb form without its -ing or -ed ("sponsoring", "referred" -> "sponsor",
     "referr"), for matching a question's words with a field's label."""
@@ -2944,8 +2957,10 @@ class SemanticActObserver:
         a value of the task's (:attr:`_recap_values`; an enum field by any of its options, as
         whole words)."""
         words = _words(text)
-        out = self._fields(_Clause.of(text, words, False, [])) if named else []
+        lexicon = self._fields(_Clause.of(text, words, False, []))
+        out = list(lexicon) if named else []
         masked = _mask_phones(text)
+        near: dict[FieldKey, set[str]] = {}
         for key, spec, vals in self._recap_values:
             if key in out:
                 continue
@@ -2954,9 +2969,14 @@ class SemanticActObserver:
                     out.append(key)
                 continue
             said = text if spec.grader in _RAW_TEXT_GRADERS else masked
-            if self._states_value(spec, vals, said, text):
+            tokens = self._value_tokens(spec, vals, said, text)
+            if tokens and spec.grader == "numeric_tolerance" and key not in lexicon:
+                continue  # an amount a digit or two off is another amount unless named
+            if tokens is not None:
                 out.append(key)
-        return out
+                if tokens:
+                    near[key] = tokens
+        return _without_explained(out, near, self._recap_values)
 
     def _phone_tail(self, text: str) -> list[FieldKey]:
         """A phone number's last four digits said alone, as when a misheard number is fixed
@@ -3212,14 +3232,7 @@ class SemanticActObserver:
                 out.append(key)
                 if tokens:
                     near[key] = tokens
-        if near:
-            # a token said exactly as one field's value is no misheard value of another
-            # ("INV-20391", the duplicate invoice's first version, is not the original
-            # INV-20388 misheard)
-            exact = {canonical_identifier(v) for key, _, vals in self._values
-                     if key in out and key not in near for v in vals}
-            out = [k for k in out if k not in near or not near[k] <= exact]
-        return out
+        return _without_explained(out, near, self._values)
 
     def _near_only(self, text: str) -> dict[FieldKey, set[str]]:
         """The fields :meth:`_valued_fields` finds in ``text`` only by an identifier or number

@@ -54,6 +54,7 @@ from runtime.core.values import (
     canonical_text,
     cardinal_numbers,
     counted_numbers,
+    dates_in_text,
     numbers_in_text,
     split_items,
     unit_numbers,
@@ -78,6 +79,22 @@ def select_realization(task_id: str, seed: int, plan: UserPlan, occurrence: int 
 MAX_PLANS_PER_TURN = 3
 """The most utterances the caller queues in answer to one agent turn (a multi-ask)."""
 _ARTICLES = frozenset({"a", "an", "the", "of"})
+_WEIGHS_PROPOSALS = frozenset({"inform", "offer", "ask", "summarize", "read_back", "confirm"})
+"""Acts whose words can carry a proposed value for a negotiated field they name."""
+_CALLERS_FIGURE = re.compile(
+    r"\byou(?:'re| are|'d| would)? ?(?:asked|asking|ask|wanted|want|requested|mentioned|said|"
+    r"proposed|hoped|came in|were after|had in mind)\b|\byour (?:ask|request|figure|number|"
+    r"proposal|budget|bid|quote)\b", re.IGNORECASE)
+"""Words that give a figure to the caller ("you asked for", "your ask of")."""
+_DECLINED = re.compile(
+    r"\b(?:decided against|turned down|declined|said no to|passed on|instead of|rather than)\b",
+    re.IGNORECASE)
+
+
+def _offered(text: str) -> str:
+    """``text`` without its clauses about a figure turned down ("Since you've decided against
+    the fifteen percent discount, here's the cancellation"): no offer is in them."""
+    return " ".join(c for c in re.split(r"(?<=[,;:])\s+", text) if not _DECLINED.search(c))
 MAX_STALLED = 2
 """After a fallback, how many times the caller restates what it needs before it waits."""
 
@@ -182,6 +199,22 @@ class _Answer:
         return True
 
 
+def _numeric_values(task: TaskSpec, spec: FieldSpec) -> list[float]:
+    """A numeric field's gold and, for a caller's fact, every version of it."""
+    values: list[Any] = [spec.gold]
+    if spec.source.fact is not None:
+        fact = next((f for f in task.user.facts if f.id == spec.source.fact), None)
+        if fact is not None:
+            values += [v.value for v in fact.versions]
+    out: list[float] = []
+    for v in values:
+        try:
+            out.append(float(v))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
 class RevealPolicy:
     """Chooses the caller's next plans from what has been observed. Pure bookkeeping, no
     audio. Both the frozen simulator and a live participant's cue mode run it.
@@ -215,6 +248,29 @@ class RevealPolicy:
         self._verified = False
         """The agent's last restatement was checked and right: a bare "Is that right?"
         after it can be confirmed."""
+        self._negotiated = list(dict.fromkeys(
+            p.when.field for p in task.plans if isinstance(p.when, TriggerProposal)))
+        """The negotiated fields (those with proposal plans), in the task's order."""
+        self._limits: dict[str, tuple[float, float]] = {}
+        """Per negotiated field, the span its figures can plausibly take: half to twice the
+        limit at which the persona accepts (its accepting proposal plans' bound)."""
+        self._known_figures: dict[str, set[float]] = {}
+        """Per negotiated field, the known values of the task's other numeric fields said in
+        its unit (three free months is no three percent)."""
+        for name in self._negotiated:
+            plans = [p for p in task.plans
+                     if isinstance(p.when, TriggerProposal) and p.when.field == name]
+            # the limit that parts acceptance from a counter: an accepting plan's bound
+            bounds = [b for p in plans if p.intent != "decline"
+                      for b in [p.when.min if p.when.min is not None else p.when.max]  # type: ignore[union-attr]
+                      if b is not None] or [
+                b for p in plans for b in (p.when.min, p.when.max) if b is not None]  # type: ignore[union-attr]
+            self._limits[name] = (min(bounds) / 2, max(bounds) * 2)
+            unit = self._unit_of(name)[0]
+            self._known_figures[name] = {
+                float(v) for _a, f in task.graded_fields()
+                if f.name != name and f.grader == "numeric_tolerance"
+                and self._unit_of(f.name)[0] == unit for v in _numeric_values(task, f)}
         self._accepting: dict[str, tuple[str, float, int]] = {}
         """Per negotiated field, the last acceptance chosen: its plan, the value it accepts
         and how often that plan had been spoken then (spoken since = agreed)."""
@@ -407,15 +463,15 @@ class RevealPolicy:
         countered = False
         accepts: dict[str, tuple[UserPlan, str, float]] = {}
 
-        def reply(act: Act, field_name: str) -> None:
+        def reply(act: Act, field_name: str, figures: list[float] | None = None) -> None:
             nonlocal countered
             if field_name in answer.covered:
                 return
-            about = act.model_copy(update={"field": field_name})
-            if self._restates_agreement(about):
+            about = act.model_copy(update={"field": field_name, "text": _offered(act.text)})
+            if self._restates_agreement(about, figures):
                 answer.covered.add(field_name)  # a recap of the value it agreed to
                 return
-            found = self._proposal(about)
+            found = self._proposal(about, figures)
             if found is None:
                 return
             answer.covered.add(field_name)
@@ -426,13 +482,25 @@ class RevealPolicy:
             else:
                 accepts[field_name] = (plan, f"proposal:{field_name}", offered)
 
-        for i, act in enumerate(acts):
-            if act.field is None and act.act in ("inform", "offer", "ask"):
-                for name in named[i]:
-                    reply(act, name)
         for act in acts:
             if act.field is not None:
                 reply(act, act.field)
+        for i, act in enumerate(acts):
+            # A negotiated field the act's words name, whatever else the act does: "You asked
+            # for three hundred; the best I can do is one fifty in goodwill credit" restates
+            # the caller's ask and offers; a recap states the terms it would carry out.
+            if act.act in _WEIGHS_PROPOSALS:
+                for name in named[i]:
+                    if name != act.field:
+                        reply(act, name)
+        said = {n for names in named.values() for n in names} | {
+            a.field for a in acts if a.field}
+        for field_name in self._negotiated:  # an offer that names no field
+            if field_name not in answer.covered and field_name not in said:
+                unnamed = next(((a, found) for a in acts if a.act in _WEIGHS_PROPOSALS
+                                for found in [self._unnamed_offer(a, field_name)] if found), None)
+                if unnamed is not None:
+                    reply(unnamed[0], field_name, unnamed[1])
         for field_name in self._accepting:  # an agreed value changed where no act names it
             if field_name not in answer.covered:
                 changed = next((a for a in acts if self._reopens(
@@ -446,14 +514,14 @@ class RevealPolicy:
         plan_id, offered, before = self._accepting.get(field_name, ("", 0.0, 0))
         return offered if plan_id and self.occurrences(plan_id) > before else None
 
-    def _restates_agreement(self, act: Act) -> bool:
+    def _restates_agreement(self, act: Act, offered: list[float] | None = None) -> bool:
         """Once the caller has agreed to a value for ``act.field``, a turn reopens it only
         by stating another figure in the field's unit: one that states the agreed figure
         (a recap) or none with the unit (other numbers of the deal) needs no new answer."""
         agreed = self.agreed(act.field) if act.field else None
         if agreed is None:
             return False
-        figures, with_unit = self._proposed_numbers(act)
+        figures, with_unit = (offered, True) if offered else self._proposed_numbers(act)
         return not with_unit or any(abs(f - agreed) < 1e-9 for f in figures)
 
     def _answer_approval_request(self, acts: Sequence[Act], blocked: bool,
@@ -562,21 +630,26 @@ class RevealPolicy:
         self._idle_answers += 1
         return chosen
 
-    def _proposal(self, act: Act) -> tuple[UserPlan, float] | None:
+    def _proposal(self, act: Act, figures: list[float] | None = None,
+                  ) -> tuple[UserPlan, float] | None:
         """The plan answering a value the agent proposes for a negotiated field (by the
-        persona's range), and the value."""
+        persona's range), and the value (``figures``: the ones already read off the act)."""
         plans = [p for p in self.task.plans
                  if isinstance(p.when, TriggerProposal) and p.when.field == act.field]
         if not plans:
             return None
-        numbers, _with_unit = self._proposed_numbers(act)
+        numbers = figures or self._proposed_numbers(act)[0]
         if not numbers:
             return None
         # "Three hundred is too much, but I can do one fifty": the last one is the offer; a
         # figure the caller gave itself ("against your ask of 3,600") is not an offer unless
         # it is the only one.
         own = self._own_figures()
-        offered = [n for n in numbers if n not in own][-1:] or numbers[-1:]
+        offered = [n for n in numbers if n not in own][-1:]
+        if not offered and not _CALLERS_FIGURE.search(act.text):
+            offered = numbers[-1:]  # "Fine, thirty-six hundred it is": its own figure agreed
+        if not offered:
+            return None  # "You asked for three hundred": its own figure, said back
         plan = self._best(
             p for p in plans
             if (p.when.min is None or offered[0] >= p.when.min - 1e-9)  # type: ignore[union-attr]
@@ -588,7 +661,8 @@ class RevealPolicy:
         """The figures ``act`` states for its negotiated field, and whether they carry the
         field's unit: a percent for a discount or ``_pct`` field, dollars otherwise, or for a
         field that counts something ("number of monthly payments") the numbers said as that
-        count; else (False) every number it says that has no unit."""
+        count; else (False) every number it says without the other unit (none in a sentence
+        that says a date)."""
         unit, cues = self._unit_of(act.field)
         if unit == "count":
             found = counted_numbers(act.text, cues)
@@ -601,7 +675,12 @@ class RevealPolicy:
             # A recap with several figures in the unit: the ones said with the field's words
             # ("eighteen percent off compute, ten percent rollover" for a discount).
             found = unit_numbers_near(act.text, unit, cues) or found
-        return (found, True) if found else (numbers_in_text(act.text), False)
+        if found:
+            return found, True
+        if dates_in_text(act.text, self.task.reference_date):
+            return [], False  # "your cover ends May first": a day is no figure of the deal
+        other = set(unit_numbers(act.text, "money" if unit == "percent" else "percent"))
+        return [n for n in numbers_in_text(act.text) if n not in other], False
 
     def _unit_of(self, field_name: str | None
                  ) -> tuple[Literal["percent", "money", "count"], list[str]]:
@@ -618,6 +697,29 @@ class RevealPolicy:
         if "pct" in words or "percent" in words or "discount" in words:
             return "percent", [*cues, "off", "discount"]
         return "money", cues
+
+    def _unnamed_offer(self, act: Act, field_name: str) -> list[float]:
+        """The figures ``act`` offers for negotiated field ``field_name`` without naming it
+        ("I can take five percent off", "so I can do thirty-three fifty a load", "the most I
+        can approve is one twenty-eight"): figures in the field's unit (a percent; for an
+        amount, dollars or a bare number, "one twenty-eight" read in thousands when the
+        field's amounts are), from half to twice the limit the persona accepts at, that are
+        no other field's known value, nor a figure of the caller's the sentence gives back to
+        it ("you asked for three hundred"; "so three percent it is" agrees to it). A
+        sentence that says a date states no bare amount (its day or year is none)."""
+        unit, _cues = self._unit_of(field_name)
+        lo, hi = self._limits[field_name]
+        text = _offered(act.text)
+        if unit == "count":
+            return []
+        figures = unit_numbers(text, unit)
+        if unit == "money" and not dates_in_text(text, self.task.reference_date):
+            priced = set(figures) | set(unit_numbers(text, "percent"))
+            figures += [n * 1000 if n < 1000 and lo >= 10_000 else n
+                        for n in numbers_in_text(text) if n not in priced]
+        own = self._own_figures() if _CALLERS_FIGURE.search(text) else set()
+        return [f for f in figures if lo <= f <= hi and f not in own
+                and f not in self._known_figures[field_name]]
 
     def _reopens(self, act: Act) -> bool:
         """Whether a turn the observer did not tag with ``act.field`` states, with the
