@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.core.spec import Lifecycle
 from runtime.session.observer import SemanticActObserver
 from runtime.user.simulator import RevealPolicy
 from tests.conftest import find_task
@@ -112,3 +113,36 @@ def test_an_amount_in_pounds_is_money() -> None:
     plans = _answer("apexv1_080", ["opening"], "The schedule gives a credit of two hundred "
                     "pounds, I'm afraid.")
     assert "counter_proposal" in plans
+
+
+def _ready_policy(task_id: str, spoken: list[str]) -> tuple[RevealPolicy, SemanticActObserver]:
+    """A caller whose artifact is ready for review and was just restated: only the terms can
+    hold an approval back."""
+    task = find_task(task_id)
+    policy = RevealPolicy(task)
+    policy.spoken.extend(spoken)
+    for art in task.artifacts:
+        policy.lifecycles[art.id] = Lifecycle.READY_FOR_REVIEW
+    return policy, SemanticActObserver.for_task(task)
+
+
+def _say(policy: RevealPolicy, observer: SemanticActObserver, text: str) -> list[str]:
+    plans = [c.plan.id for c in policy.respond(observer.observe(text))]
+    policy.spoken.extend(plans)
+    return plans
+
+
+def test_a_bare_re_ask_after_a_counter_is_no_deal() -> None:
+    # the counter stands: the same figure asked again gets the counter, not leave
+    policy, observer = _ready_policy("apexv1_051", ["opening", "ans_goodwill_ask"])
+    assert "counter_proposal" in _say(policy, observer, "The best I can do is a goodwill "
+                                      "credit of one hundred dollars.")
+    recap = ("To recap, twenty-four eighty back to the card ending 8842, and the goodwill "
+             "credit. ")
+    again = _say(policy, observer, recap + "I'm sorry, that's the figure I have for you. Shall "
+                 "I process the refund now?")
+    assert "counter_proposal" in again and "approve_commit" not in again
+    # a better offer accepted, the same request gets leave
+    assert "accept_proposal" in _say(policy, observer, "Let me look again. I can do a hundred "
+                                     "and fifty dollars of goodwill credit.")
+    assert "approve_commit" in _say(policy, observer, recap + "Shall I process the refund now?")

@@ -404,6 +404,11 @@ class RevealPolicy:
         confirmed, mismatched = self._answer_restatements(acts, verdicts, named, answer)
         countered, accepts = self._answer_proposals(acts, named, answer)
         approval = self._answer_approval_request(acts, mismatched or countered)
+        if approval is not None and not countered and self._open_counter(accepts):
+            # "That's the figure I have. Shall I go ahead?" after a counter: no deal yet
+            plan = self._open_counter(accepts)
+            answer.add(plan, f"proposal_open:{plan.when.field}")  # type: ignore[union-attr]
+            approval = None
         grant = approval[0] if approval is not None and approval[1].startswith(
             "approval_request:") else None
         for field_name, (plan, trigger, offered) in accepts.items():
@@ -508,6 +513,35 @@ class RevealPolicy:
                 if changed is not None:
                     reply(changed, field_name)
         return countered, accepts
+
+    def _open_counter(self, accepts: Mapping[str, Any]) -> UserPlan | None:
+        """The counter to a lowball that is the caller's last word on a negotiated field it has
+        agreed nothing on (nor in this turn): its answer to a request for leave that brings no
+        better offer. A later answer about the field (an acceptance, however authored) closes
+        it, and a refusal of any figure ("No more offers, I want it cancelled") opens none."""
+        for field_name in self._negotiated:
+            if field_name in accepts or self.agreed(field_name) is not None:
+                continue
+            about = {p.id: p for p in self.task.plans if field_name in (
+                [p.when.field] if isinstance(p.when, TriggerProposal)
+                else getattr(p.when, "fields", []))}
+            last = next((about[s] for s in reversed(self.spoken) if s in about), None)
+            if (last is not None and isinstance(last.when, TriggerProposal)
+                    and last.intent == "decline" and self._below_acceptance(last)):
+                return last  # the caller's last word on the field is a counter
+        return None
+
+    def _below_acceptance(self, counter: UserPlan) -> bool:
+        """A counter's range lies apart from an acceptance's: the caller wants a better figure."""
+        c = counter.when
+        assert isinstance(c, TriggerProposal)
+        for p in self.task.plans:
+            a = p.when
+            if (isinstance(a, TriggerProposal) and a.field == c.field and p.intent != "decline"
+                    and ((c.max is not None and a.min is not None and c.max < a.min)
+                         or (c.min is not None and a.max is not None and c.min > a.max))):
+                return True
+        return False
 
     def agreed(self, field_name: str) -> float | None:
         """The value of a negotiated field the caller has said yes to, if any."""
@@ -661,8 +695,8 @@ class RevealPolicy:
         """The figures ``act`` states for its negotiated field, and whether they carry the
         field's unit: a percent for a discount or ``_pct`` field, dollars otherwise, or for a
         field that counts something ("number of monthly payments") the numbers said as that
-        count; else (False) every number it says without the other unit (none in a sentence
-        that says a date)."""
+        count; else (False) every number it says without the other unit within the field's
+        span (none in a sentence that says a date)."""
         unit, cues = self._unit_of(act.field)
         if unit == "count":
             found = counted_numbers(act.text, cues)
@@ -680,7 +714,12 @@ class RevealPolicy:
         if dates_in_text(act.text, self.task.reference_date):
             return [], False  # "your cover ends May first": a day is no figure of the deal
         other = set(unit_numbers(act.text, "money" if unit == "percent" else "percent"))
-        return [n for n in numbers_in_text(act.text) if n not in other], False
+        lo, hi = self._limits.get(act.field or "", (0.0, float("inf")))
+        # a bare number is a figure of the deal only in the field's span ("the card ending
+        # 8842" offers no goodwill credit); "one twenty" of a salary is in thousands
+        bare = [n * 1000 if n < 1000 and lo >= 10_000 else n
+                for n in numbers_in_text(act.text) if n not in other]
+        return [n for n in bare if lo <= n <= hi], False
 
     def _unit_of(self, field_name: str | None
                  ) -> tuple[Literal["percent", "money", "count"], list[str]]:
