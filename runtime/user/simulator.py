@@ -86,6 +86,8 @@ _CALLERS_FIGURE = re.compile(
     r"proposed|hoped|came in|were after|had in mind)\b|\byour (?:ask|request|figure|number|"
     r"proposal|budget|bid|quote)\b", re.IGNORECASE)
 """Words that give a figure to the caller ("you asked for", "your ask of")."""
+MAX_STALLED = 2
+"""After a fallback, how many times the caller restates what it needs before it waits."""
 _DECLINED = re.compile(
     r"\b(?:decided against|turned down|declined|said no to|passed on|instead of|rather than)\b",
     re.IGNORECASE)
@@ -95,8 +97,6 @@ def _offered(text: str) -> str:
     """``text`` without its clauses about a figure turned down ("Since you've decided against
     the fifteen percent discount, here's the cancellation"): no offer is in them."""
     return " ".join(c for c in re.split(r"(?<=[,;:])\s+", text) if not _DECLINED.search(c))
-MAX_STALLED = 2
-"""After a fallback, how many times the caller restates what it needs before it waits."""
 
 
 @dataclass(frozen=True)
@@ -197,6 +197,14 @@ class _Answer:
             return plan is not None
         self.out.append(Chosen(plan, trigger))
         return True
+
+
+def _bare_figures(text: str, low: float) -> list[float]:
+    """The numbers ``text`` says with neither unit, read in thousands where a field's figures
+    start at ``low`` of ten thousand or more ("one twenty-eight" of a salary)."""
+    priced = set(unit_numbers(text, "money")) | set(unit_numbers(text, "percent"))
+    return [n * 1000 if n < 1000 and low >= 10_000 else n
+            for n in numbers_in_text(text) if n not in priced]
 
 
 def _numeric_values(task: TaskSpec, spec: FieldSpec) -> list[float]:
@@ -404,10 +412,10 @@ class RevealPolicy:
         confirmed, mismatched = self._answer_restatements(acts, verdicts, named, answer)
         countered, accepts = self._answer_proposals(acts, named, answer)
         approval = self._answer_approval_request(acts, mismatched or countered)
-        if approval is not None and not countered and self._open_counter(accepts):
+        open_counter = None if approval is None or countered else self._open_counter(accepts)
+        if open_counter is not None:
             # "That's the figure I have. Shall I go ahead?" after a counter: no deal yet
-            plan = self._open_counter(accepts)
-            answer.add(plan, f"proposal_open:{plan.when.field}")  # type: ignore[union-attr]
+            answer.add(open_counter, f"proposal_open:{open_counter.when.field}")  # type: ignore[union-attr]
             approval = None
         grant = approval[0] if approval is not None and approval[1].startswith(
             "approval_request:") else None
@@ -677,7 +685,7 @@ class RevealPolicy:
             return None
         # "Three hundred is too much, but I can do one fifty": the last one is the offer; a
         # figure the caller gave itself ("against your ask of 3,600") is not an offer unless
-        # it is the only one.
+        # it is the only one and the words do not give it back to the caller.
         own = self._own_figures()
         offered = [n for n in numbers if n not in own][-1:]
         if not offered and not _CALLERS_FIGURE.search(act.text):
@@ -713,13 +721,10 @@ class RevealPolicy:
             return found, True
         if dates_in_text(act.text, self.task.reference_date):
             return [], False  # "your cover ends May first": a day is no figure of the deal
-        other = set(unit_numbers(act.text, "money" if unit == "percent" else "percent"))
         lo, hi = self._limits.get(act.field or "", (0.0, float("inf")))
         # a bare number is a figure of the deal only in the field's span ("the card ending
-        # 8842" offers no goodwill credit); "one twenty" of a salary is in thousands
-        bare = [n * 1000 if n < 1000 and lo >= 10_000 else n
-                for n in numbers_in_text(act.text) if n not in other]
-        return [n for n in bare if lo <= n <= hi], False
+        # 8842" offers no goodwill credit)
+        return [n for n in _bare_figures(act.text, lo) if lo <= n <= hi], False
 
     def _unit_of(self, field_name: str | None
                  ) -> tuple[Literal["percent", "money", "count"], list[str]]:
@@ -753,9 +758,7 @@ class RevealPolicy:
             return []
         figures = unit_numbers(text, unit)
         if unit == "money" and not dates_in_text(text, self.task.reference_date):
-            priced = set(figures) | set(unit_numbers(text, "percent"))
-            figures += [n * 1000 if n < 1000 and lo >= 10_000 else n
-                        for n in numbers_in_text(text) if n not in priced]
+            figures += [n for n in _bare_figures(text, lo) if n not in figures]
         own = self._own_figures() if _CALLERS_FIGURE.search(text) else set()
         return [f for f in figures if lo <= f <= hi and f not in own
                 and f not in self._known_figures[field_name]]
