@@ -144,8 +144,11 @@ def bank_build(task_ids: tuple[str, ...], tts: str, force: bool, no_progress: bo
             f"waiting for another Kokoro bank build to finish (lock {path})", err=True))
     else:
         engine = EspeakEngine()
-    selected = [find_task(t) for t in task_ids] if task_ids else _load_all([])
+    for task_id in task_ids:  # a wrong id or a broken task fails now, not after the wait
+        find_task(task_id)
     with lock:
+        # Loaded again once the lock is held: a writer may edit the task while the build waits.
+        selected = [find_task(t) for t in task_ids] if task_ids else _load_all([])
         _build_banks(selected, engine, force, no_progress)
 
 
