@@ -60,8 +60,12 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# Two passes (README, first section): the tests that do not depend on the wall clock on
+# $(TEST_WORKERS) workers (pytest-xdist), then those marked `serial` one at a time.
+TEST_WORKERS ?= 2
 pytest: setup
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) -m "not serial"
+	$(BIN)/pytest -q -p no:xdist -m serial
 
 test: lint typecheck pytest
 

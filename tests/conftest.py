@@ -23,6 +23,32 @@ pytest_plugins = ["tests.pg"]
 os.environ[STRICT_PROTOCOL_ENV] = "1"
 
 
+# Modules whose tests run on the wall clock (WebRTC peers, a browser, a realtime media clock,
+# timings compared with each other, processes killed mid-write) or start a cluster of their
+# own: marked ``serial``, so `make pytest` runs them one at a time after the other tests have
+# run on two workers. Single tests elsewhere carry ``@pytest.mark.serial`` themselves.
+SERIAL = (
+    "tests/browser/",
+    "tests/test_live_call.py",
+    "tests/test_study_b_validity.py",
+    "tests/test_demo_routes.py",
+    "tests/test_ray_executor.py",
+    "tests/test_durability.py",
+    "tests/test_rtc_pacing.py",
+    "tests/security/test_login.py",
+    "tests/security/test_crash_recovery.py",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects on the marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(config.rootpath)
+    for item in items:
+        where = Path(item.path).relative_to(root).as_posix()
+        if where.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Keep the agent-speech and judge caches of the test run out of the user's home."""

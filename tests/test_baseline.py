@@ -502,7 +502,7 @@ class _Silence:
         return np.zeros(480, dtype=np.int16)
 
 
-@pytest.mark.parametrize("clock", ["virtual", "realtime"])
+@pytest.mark.parametrize("clock", ["virtual", pytest.param("realtime", marks=pytest.mark.serial)])
 def test_adapter_clock_modes(clock: str) -> None:
     """Virtual: recognition and policy run inline (media time waits, the answer comes in the
     frame the utterance ended). Realtime: they run in a worker thread and poll never blocks."""
@@ -576,7 +576,7 @@ class _PausingVAD:
     def reset(self) -> None: ...
 
 
-@pytest.mark.parametrize("clock", ["virtual", "realtime"])
+@pytest.mark.parametrize("clock", ["virtual", pytest.param("realtime", marks=pytest.mark.serial)])
 def test_the_utterance_is_the_audio_up_to_its_last_pause(clock: str) -> None:
     """Both modes transcribe the same audio, the utterance as of the VAD's last pause; in
     realtime mode its transcription starts at that pause, before the end of the utterance,

@@ -525,6 +525,7 @@ class SlowASR:
         return "Yep, go ahead."
 
 
+@pytest.mark.serial  # times 46 frames against the wall clock
 def test_transcription_never_blocks_the_media_clock() -> None:
     task = TASKS["apexv1_070"]
     asr = SlowASR()

@@ -35,6 +35,7 @@ from runtime.user.simulator import FrozenSimulator, RevealPolicy
 from tests.conftest import bundled_tasks
 
 
+@pytest.mark.serial
 def test_realtime_clock_is_paced_by_the_wall_clock() -> None:
     async def ten_ticks() -> float:
         clock = MediaClock("realtime")
