@@ -1556,6 +1556,19 @@ def _base(word: str) -> str:
     return word
 
 
+def _misheard_amount_named(key: FieldKey, spec: FieldSpec, text: str, named: list[FieldKey], *,
+                           limits: bool) -> bool:
+    """An amount a digit or two off a field's value is that field's, misheard, only with the
+    field named ("two hundred and fourteen million in revenue"); unnamed it is another amount
+    ("up to eighty-three hundred a year" is no HSA contribution of 1200). With ``limits``, a
+    limit ("you can put up to eighty-three hundred into the HSA") is no restatement unless the
+    field is itself a bound."""
+    if key not in named:
+        return False
+    return not (limits and _BOUND.search(text)
+                and not _BOUND_FIELD.search(f"{spec.name} {spec.label}"))
+
+
 def _near_words(value: str | list[Any], said: str) -> float | None:
     """How far the nearest run of words in ``said`` (canonical text) is from the value or,
     for a list, from any one item ("Victor Hall" for [Laura Chen, Victor Hale]), scaled so that
@@ -2957,8 +2970,8 @@ class SemanticActObserver:
         a value of the task's (:attr:`_recap_values`; an enum field by any of its options, as
         whole words)."""
         words = _words(text)
-        lexicon = self._fields(_Clause.of(text, words, False, []))
-        out = list(lexicon) if named else []
+        lexicon = functools.cache(lambda: self._fields(_Clause.of(text, words, False, [])))
+        out = list(lexicon()) if named else []
         masked = _mask_phones(text)
         near: dict[FieldKey, set[str]] = {}
         for key, spec, vals in self._recap_values:
@@ -2970,8 +2983,9 @@ class SemanticActObserver:
                 continue
             said = text if spec.grader in _RAW_TEXT_GRADERS else masked
             tokens = self._value_tokens(spec, vals, said, text)
-            if tokens and spec.grader == "numeric_tolerance" and key not in lexicon:
-                continue  # an amount a digit or two off is another amount unless named
+            if tokens and spec.grader == "numeric_tolerance" and not _misheard_amount_named(
+                    key, spec, text, lexicon(), limits=False):
+                continue
             if tokens is not None:
                 out.append(key)
                 if tokens:
@@ -3207,27 +3221,19 @@ class SemanticActObserver:
     def _valued_fields_uncached(self, text: str) -> list[FieldKey]:
         out: list[FieldKey] = []
         masked = _mask_phones(text)
-        named: list[FieldKey] | None = None
+        named = functools.cache(lambda: self._fields(_Clause.of(text, _words(text), False, [])))
         near: dict[FieldKey, set[str]] = {}
         for key, spec, vals in self._values:
             said = text if spec.grader in _RAW_TEXT_GRADERS else masked
-            if spec.grader == "numeric_tolerance" and all(_small_number(v) for v in vals):
+            if (spec.grader == "numeric_tolerance" and all(_small_number(v) for v in vals)
+                    and key not in named()):
                 # "two twenty-five a month" says no dependent count: a small number restates
                 # a field only with the field named
-                if named is None:
-                    named = self._fields(_Clause.of(text, _words(text), False, []))
-                if key not in named:
-                    continue
+                continue
             tokens = self._value_tokens(spec, vals, said, text)
-            if tokens and spec.grader == "numeric_tolerance":
-                # an amount a digit or two off is this field's, misheard, only with the field
-                # named ("two hundred and fourteen million in revenue"); unnamed it is another
-                # amount ("up to eighty-three hundred a year" is no HSA contribution of 1200)
-                if named is None:
-                    named = self._fields(_Clause.of(text, _words(text), False, []))
-                if key not in named or (_BOUND.search(text) and not _BOUND_FIELD.search(
-                        f"{spec.name} {spec.label}")):
-                    continue  # "you can put up to eighty-three hundred into the HSA": a limit
+            if tokens and spec.grader == "numeric_tolerance" and not _misheard_amount_named(
+                    key, spec, text, named(), limits=True):
+                continue
             if tokens is not None:
                 out.append(key)
                 if tokens:
