@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import struct
+import subprocess
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -137,3 +139,35 @@ def test_kokoro_builds_take_turns(tmp_path: Path) -> None:
     worker.join(timeout=10)
     assert order == ["first", "second"]
     assert waited == [tmp_path / "kokoro-build.lock"]
+
+
+def test_kokoro_builds_take_turns_in_the_order_they_asked(tmp_path: Path) -> None:
+    """Builds waiting for the lock get it first come, first served (a plain file lock hands
+    it to whichever poll comes first); a ticket left by a build that died is passed over."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    queue = tmp_path / "kokoro-build.queue"
+    queue.mkdir()
+    (queue / f"{1:020d}-{dead.pid}-1").touch()  # older than any ticket taken below
+    order: list[str] = []
+
+    def build(name: str) -> None:
+        with kokoro_build_lock(root=tmp_path, poll_s=0.01):
+            order.append(name)
+
+    with kokoro_build_lock(root=tmp_path, poll_s=0.01):
+        workers = []
+        for name in ["a", "b", "c", "d"]:
+            worker = threading.Thread(target=build, args=(name,))
+            worker.start()
+            workers.append(worker)
+            deadline = time.monotonic() + 10  # the ticket is taken before the next asks
+            while (len([t for t in queue.iterdir() if not t.name.startswith("0" * 19)])
+                   < len(workers) and time.monotonic() < deadline):
+                time.sleep(0.005)
+        time.sleep(0.2)  # every waiter has polled many times
+        assert order == []
+    for worker in workers:
+        worker.join(timeout=10)
+    assert order == ["a", "b", "c", "d"]
+    assert not list(queue.iterdir())  # no ticket left behind, the dead one's removed

@@ -31,6 +31,8 @@ import os
 import sys
 import tarfile
 import tempfile
+import threading
+import time
 import warnings
 import zipfile
 from collections.abc import Callable, Iterator
@@ -91,28 +93,65 @@ def cache_root() -> Path:
 
 @contextmanager
 def kokoro_build_lock(on_wait: Callable[[Path], None] | None = None,
-                      root: Path | None = None) -> Iterator[None]:
+                      root: Path | None = None, poll_s: float = 0.5) -> Iterator[None]:
     """Hold the machine's Kokoro build lock (a file in the cache root) while a bank is
     synthesized: Kokoro takes both cores and a few hundred MB, so builds started together
     (several task writers at once) take turns instead of thrashing; ``on_wait`` is told the
-    lock's path when another build holds it. The operating system drops the lock of a process
-    that dies."""
+    lock's path when another build holds it. Turns go in the order the builds asked: each
+    waiting build leaves a ticket (time and process id) in ``kokoro-build.queue/`` and only
+    the oldest ticket whose process is alive may take the lock. The operating system drops
+    the lock of a process that dies; its ticket is dropped by the next build that looks."""
     from filelock import FileLock, Timeout
 
     base = root if root is not None else cache_root()
-    base.mkdir(parents=True, exist_ok=True)
+    queue = base / "kokoro-build.queue"
+    queue.mkdir(parents=True, exist_ok=True)
     path = base / "kokoro-build.lock"
     lock = FileLock(str(path))
+    ticket = queue / f"{time.time_ns():020d}-{os.getpid()}-{threading.get_ident()}"
+    ticket.touch()
+    told = False
     try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        if on_wait is not None:
-            on_wait(path)
-        lock.acquire()
+        while True:
+            if _first_in_queue(queue, ticket):
+                try:
+                    lock.acquire(timeout=0 if not told else poll_s)
+                    break
+                except Timeout:
+                    pass
+            if not told:
+                told = True
+                if on_wait is not None:
+                    on_wait(path)
+            if not _first_in_queue(queue, ticket):
+                time.sleep(poll_s)
+    finally:
+        ticket.unlink(missing_ok=True)
     try:
         yield
     finally:
         lock.release()
+
+
+def _first_in_queue(queue: Path, ticket: Path) -> bool:
+    """Whether no ticket older than ``ticket`` belongs to a live process (the dead ones'
+    tickets are removed on the way)."""
+    for other in sorted(queue.iterdir()):
+        if other.name >= ticket.name:
+            return True
+        try:
+            pid = int(other.name.split("-")[1])
+        except (ValueError, IndexError):
+            continue  # not a ticket
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            other.unlink(missing_ok=True)  # its build died while it waited
+            continue
+        except PermissionError:
+            pass  # another user's live process
+        return False
+    return True
 
 
 def default_cache_dir() -> Path:
