@@ -1293,6 +1293,24 @@ _MODEL_TAKES_AWAY = {
 -APPROVAL_MARGIN, it and its own sentence), takes away: misses it costs, kept in sight."""
 
 
+@pytest.mark.parametrize(("text", "approval"), [
+    ("Shall I raise the ticket?", True),
+    ("Shall I raise the ticket now?", True),
+    ("Are you happy for me to raise the ticket?", True),
+    ("Shall I lodge the ticket now?", True),
+    ("Can I raise the ticket and send the secure link?", True),
+    ("Shall I read the ticket back to you?", False),
+    ("Shall I raise the ticket number with my supervisor?", False),
+])
+def test_the_gated_action_asked_in_so_many_words_stands(text: str, approval: bool) -> None:
+    """A writer of apexv1_050 found the act model turning "Shall I raise the ticket?" into an
+    offer (the rules bound it to the upload ticket's commit): a request that names the gated
+    action by the task's own verb and the artifact's noun is not the model's to overrule
+    (``_action_in_so_many_words``); other things done with a ticket are still no request."""
+    acts = _real("apexv1_050").observe(text)
+    assert (("request_approval", "commit:upl_1") in [(a.act, a.action) for a in acts]) is approval
+
+
 @pytest.mark.xfail(strict=True, reason="the act model takes these requests away: misses it "
                                        "costs (on dev-52/53, held out of its training, it took "
                                        "away 5 false approvals and 5 true requests, and added "

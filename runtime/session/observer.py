@@ -2063,6 +2063,8 @@ class SemanticActObserver:
             for k in asks:
                 if _LEAVE_IN_SO_MANY_WORDS.search(" ".join(_words(acts[k].text))):
                     continue  # "Do you approve the enrollment?": leave asked in so many words
+                if self._action_in_so_many_words(acts[k].text):
+                    continue  # "Shall I raise the ticket?": the task's verb and artifact
                 own = [(a.act, a.field) for a in acts if a.text == acts[k].text]
                 if model.margins(acts[k].text, own)["request_approval"] >= -APPROVAL_MARGIN:
                     continue  # its own sentence, read alone, may ask: the rules stand
@@ -2086,6 +2088,32 @@ class SemanticActObserver:
         sentences = split_sentences(transcript) or [transcript]
         return [*acts, Act(act="request_approval", action=rule.action, artifact=rule.artifact,
                            text=sentences[-1])]
+
+    def _action_in_so_many_words(self, sentence: str) -> bool:
+        """The sentence proposes the gated action by a verb the task declares for it, done by
+        the agent, with the gated artifact's own noun as its object ("Shall I raise the
+        ticket?", "Shall I lodge the upload ticket now?"): the act model, which learned its
+        words on other tasks (where a ticket may be no gated thing), does not overrule it."""
+        words = _words(sentence)
+        for i in range(len(words)):
+            for r in self._rules:
+                verbs = [v for v in r.verbs if tuple(words[i:i + len(v)]) == v]
+                if not verbs or _noun_use(words, i) or not self._agent_does(words, i):
+                    continue
+                end = i + max(len(v) for v in verbs)
+                if end < len(words) and words[end] in ("you", "me", "us", "him", "her", "them"):
+                    continue  # "Should I send you the cancellation form?": a copy for someone
+                obj = self._object_stems(words, end)
+                phrase = list(itertools.takewhile(lambda x: x not in _OBJECT_STOP,
+                                                  words[end:end + 7]))
+                heads = [_stem(x) for x in phrase if x not in _OBJECT_SKIP | _PARTICLES]
+                rest = words[end + len(phrase):end + len(phrase) + 1]
+                if rest and rest[0] in ("to", "for", "with", "via", "from", "into", "on"):
+                    continue  # "send the headcount plan to HR": where it goes is the model's call
+                if heads and heads[-1] in r.artifact_words and not obj & (
+                        _OTHER_VERSION | {"another"} | (_FOREIGN_OBJECT - self._artifact_words)):
+                    return True  # the artifact's own noun heads the object
+        return False
 
     def _names_another_object(self, sentence: str) -> bool:
         """The sentence has a gated verb whose object is not the gated artifact."""
