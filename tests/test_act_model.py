@@ -168,10 +168,14 @@ def test_the_model_overrules_a_request_for_leave_only_when_sure(
     ask = "Shall I submit the enrollment now?"
     assert _acts(monkeypatch, _fixed(0, 0, unsure), "apexv1_001", ask) == [
         ("request_approval", None)]
-    # a request the rules found goes only when the model is sure, also of its own sentence
-    assert _acts(monkeypatch, _fixed(0, 0, sure_no), "apexv1_001", ask) == [("offer", None)]
+    # a request the rules found goes only when the model is sure, also of its own sentence,
+    # and never one naming the gated action by the task's verb and the artifact's noun
+    assert _acts(monkeypatch, _fixed(0, 0, sure_no), "apexv1_001", ask) == [
+        ("request_approval", None)]
     assert _acts(monkeypatch, _fixed(0, 0, sure_no), "apexv1_001",
-                 "I'll submit the enrollment now, is that okay?") == [("ask", None)]
+                 "Shall I submit it now?") == [("offer", None)]
+    assert _acts(monkeypatch, _fixed(0, 0, sure_no), "apexv1_001",
+                 "I'll submit it now, is that okay?") == [("ask", None)]
     assert _acts(monkeypatch, _fixed(0, 0, sure_no), "apexv1_001",
                  "I'll submit it if you're happy with that.") == [("inform", None)]
     # a request the rules missed is added, bound to the task's one gated action, in place of
