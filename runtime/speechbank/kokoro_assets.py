@@ -113,7 +113,8 @@ def kokoro_build_lock(on_wait: Callable[[Path], None] | None = None,
     told = False
     try:
         while True:
-            if _first_in_queue(queue, ticket):
+            first = _first_in_queue(queue, ticket)
+            if first:
                 try:
                     lock.acquire(timeout=0 if not told else poll_s)
                     break
@@ -123,7 +124,7 @@ def kokoro_build_lock(on_wait: Callable[[Path], None] | None = None,
                 told = True
                 if on_wait is not None:
                     on_wait(path)
-            if not _first_in_queue(queue, ticket):
+            if not first:  # (the first one waited inside ``acquire``)
                 time.sleep(poll_s)
     finally:
         ticket.unlink(missing_ok=True)
