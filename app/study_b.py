@@ -423,6 +423,11 @@ def holder_of(db: Session, study: StudyB, external_pid: str) -> Participant | No
                                              Participant.external_pid == external_pid)).first()
 
 
+def _clock() -> datetime:
+    """The time a claim is made and judged by (one name, so tests can step it)."""
+    return datetime.now(UTC)
+
+
 @releasing
 def claim_participant(db: Session, study: StudyB, external_pid: str,
                       study_ref: str | None = None, session_ref: str | None = None, *,
@@ -442,7 +447,7 @@ def claim_participant(db: Session, study: StudyB, external_pid: str,
     if known is not None:
         db.rollback()  # nothing to write: free the study's row
         return known
-    now = now or datetime.now(UTC)
+    now = now or _clock()
     # A snapshot of the candidates as plain values: each update below commits, after which the
     # ORM objects would reload what other claimants wrote meanwhile.
     pending = [(p.id, p.external_pid, p.token, p.claimed_at) for p in db.exec(

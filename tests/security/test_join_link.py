@@ -5,7 +5,6 @@ else claimed must not open that person's personal link, and the link is rate lim
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from sqlmodel import Session, col, select
 
 from app import study_b as svc
 from app.models_study_b import Participant, StudyB
+from tests.clock import Clock
 from tests.webclient import researcher_app
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
@@ -42,6 +42,13 @@ def roomy(tmp_path: Path) -> Iterator[tuple[Any, str, int]]:
     made = _study(tmp_path, join_link_limit="1000/minute", join_client_limit="1000/minute")
     yield made
     made[0].state.engine.dispose()
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(svc, "_clock", fake)
+    return fake
 
 
 def _client(app: Any, n: int) -> TestClient:
@@ -75,10 +82,10 @@ def test_a_known_participant_id_does_not_open_someone_elses_link(
     assert "personal link" in r.text
 
 
-def test_made_up_ids_cannot_hold_every_place_for_good(tmp_path: Path) -> None:
+def test_made_up_ids_cannot_hold_every_place_for_good(tmp_path: Path, clock: Clock) -> None:
     app, join, study_id = _study(tmp_path, join_link_limit="1000/minute",
                                  join_client_limit="1000/minute",
-                                 join_claim_expiry_minutes=1.0 / 60)  # 1 s
+                                 join_claim_expiry_minutes=1.0)
     n = len(_places(app, study_id))
     squatted = {}
     for i in range(n):  # one made-up id per place, from as many machines as needed
@@ -88,7 +95,7 @@ def test_made_up_ids_cannot_hold_every_place_for_good(tmp_path: Path) -> None:
         squatted[f"fake{i}"] = r.headers["location"]
     # Full, for now: a squatted place is held while its claim is young.
     assert _client(app, 99).get(f"/p/join/{join}?PROLIFIC_PID=early").status_code == 409
-    time.sleep(1.5)
+    clock.advance(61)
     # Nobody ever started (consent still pending): the claims have expired.
     real = _client(app, 100)
     r = real.get(f"/p/join/{join}?PROLIFIC_PID=real-person", follow_redirects=False)
@@ -135,10 +142,11 @@ def test_the_shared_link_itself_is_rate_limited(tmp_path: Path) -> None:
     app.state.engine.dispose()
 
 
-def test_claims_of_participants_who_started_never_expire(tmp_path: Path) -> None:
+def test_claims_of_participants_who_started_never_expire(tmp_path: Path,
+                                                        clock: Clock) -> None:
     app, join, study_id = _study(tmp_path, join_link_limit="1000/minute",
                                  join_client_limit="1000/minute",
-                                 join_claim_expiry_minutes=1.0 / 60)
+                                 join_claim_expiry_minutes=1.0)
     people = _places(app, study_id)
     started = _client(app, 30)
     r = started.get(f"/p/join/{join}?PROLIFIC_PID=keen", follow_redirects=False)
@@ -149,7 +157,7 @@ def test_claims_of_participants_who_started_never_expire(tmp_path: Path) -> None
     started.post(f"{place}/consent", data={"csrf_token": csrf.group(1), "decision": "agree"})
     for i in range(len(people) - 1):
         _client(app, 40 + i).get(f"/p/join/{join}?PROLIFIC_PID=other{i}")
-    time.sleep(1.5)
+    clock.advance(61)
     for i in range(len(people) - 1):  # the idle claims are handed on…
         assert _client(app, 60 + i).get(f"/p/join/{join}?PROLIFIC_PID=new{i}",
                                         follow_redirects=False).status_code == 303

@@ -5,7 +5,6 @@ arrives without the session cookie) must not replace the researcher's cookie."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app import auth
+from tests.clock import Clock
 from tests.webclient import PASSWORD, log_in, page_csrf, researcher_app
 
 pytestmark = pytest.mark.database  # each test runs on SQLite and on PostgreSQL (tests/pg.py)
@@ -70,28 +71,36 @@ def test_login_rotates_the_session_and_its_csrf_token(app: Any) -> None:
     assert not _logged_in(TestClient(app, cookies={COOKIE: cookie_before}))
 
 
-def test_idle_sessions_expire_on_the_server(tmp_path: Path) -> None:
-    app = _app(tmp_path, session_idle_minutes=1.5 / 60)  # 1.5 s
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(auth, "_now", fake)
+    return fake
+
+
+def test_idle_sessions_expire_on_the_server(tmp_path: Path, clock: Clock) -> None:
+    app = _app(tmp_path, session_idle_minutes=2.0)
     with TestClient(app) as client:
         log_in(client)
         cookie = client.cookies[COOKIE]
-        time.sleep(0.5)
-        assert _logged_in(client)  # activity keeps it alive
-        time.sleep(2.0)
+        for _ in range(6):  # 6 x 100 s: three idle limits in all, but never 2 min without a request
+            clock.advance(100)
+            assert _logged_in(client), "activity within the idle limit must keep it alive"
+        clock.advance(121)
         assert not _logged_in(client)
     # Replaying the cookie as it was does not revive it.
     assert not _logged_in(TestClient(app, cookies={COOKIE: cookie}))
     app.state.engine.dispose()
 
 
-def test_sessions_have_an_absolute_lifetime(tmp_path: Path) -> None:
-    app = _app(tmp_path, session_max_hours=2.5 / 3600)  # 2.5 s, however active
+def test_sessions_have_an_absolute_lifetime(tmp_path: Path, clock: Clock) -> None:
+    app = _app(tmp_path, session_max_hours=1.0)  # an hour, however active
     with TestClient(app) as client:
         log_in(client)
         for _ in range(5):
-            time.sleep(0.4)
+            clock.advance(11 * 60)  # 55 min in all, a request every 11 min
             assert _logged_in(client)
-        time.sleep(1.0)
+        clock.advance(6 * 60)
         assert not _logged_in(client)
     app.state.engine.dispose()
 
