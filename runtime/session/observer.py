@@ -2103,14 +2103,11 @@ class SemanticActObserver:
                 end = i + max(len(v) for v in verbs)
                 if end < len(words) and words[end] in ("you", "me", "us", "him", "her", "them"):
                     continue  # "Should I send you the cancellation form?": a copy for someone
-                obj = self._object_stems(words, end)
-                phrase = list(itertools.takewhile(lambda x: x not in _OBJECT_STOP,
-                                                  words[end:end + 7]))
-                heads = [_stem(x) for x in phrase if x not in _OBJECT_SKIP | _PARTICLES]
-                rest = words[end + len(phrase):end + len(phrase) + 1]
-                if rest and rest[0] in ("to", "for", "with", "via", "from", "into", "on"):
+                obj, head, after = self._object_phrase(words, end)
+                if after < len(words) and words[after] in (
+                        "to", "for", "with", "via", "from", "into", "on"):
                     continue  # "send the headcount plan to HR": where it goes is the model's call
-                if heads and heads[-1] in r.artifact_words and not obj & (
+                if head in r.artifact_words and not obj & (
                         _OTHER_VERSION | {"another"} | (_FOREIGN_OBJECT - self._artifact_words)):
                     return True  # the artifact's own noun heads the object
         return False
@@ -2887,6 +2884,12 @@ class SemanticActObserver:
 
     def _object_stems(self, w: list[str], j: int) -> set[str]:
         """Content words of the phrase after a verb ending at ``j`` (up to a preposition)."""
+        return self._object_phrase(w, j)[0]
+
+    def _object_phrase(self, w: list[str], j: int) -> tuple[set[str], str | None, int]:
+        """The object phrase after a verb ending at ``j``: its content stems (with "another"
+        when it names something other than the artifact), the stem of its head noun (its last
+        content word; None for "a …", a new thing) and the index of the word after it."""
         out: set[str] = set()
         k = j
         while k < len(w) and w[k] in ("you", "me", "us", "him", "her", "them"):
@@ -2894,7 +2897,7 @@ class SemanticActObserver:
             if k < len(w) and w[k] in ("in", "into", "on", "up", "for"):
                 k += 1  # "enroll you in the wellness program", "sign you up for ..."
         if k < len(w) and w[k] in ("a", "an", "another"):
-            return {"another"}  # "submit a request for your records": something new
+            return {"another"}, None, k  # "submit a request for your records": something new
         j = k
         head: str | None = None
         while k < len(w) and k < j + 7:
@@ -2912,7 +2915,7 @@ class SemanticActObserver:
         if head is not None and out & self._artifact_words and head not in (
                 self._artifact_words | _GENERIC_OBJECT):
             out.add("another")  # "the badge pickup instructions": the artifact's word, but
-        return out              # another thing is the head of the phrase
+        return out, head, k     # another thing is the head of the phrase
 
     def _bind(self, c: _Clause) -> AuthorizationRule | None:
         """The gated action a proposal is for, or None when its object is something else."""
