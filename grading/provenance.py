@@ -6,7 +6,8 @@ a live participant's role card, a fact a live participant knew from the start on
 answered the agent's question for it, or the text of anything the caller said), the
 agent-visible task
 context (with its reference date), or a tool result (a returned knowledge document for a
-document-sourced field, or any result whose text states the value). Writing a hidden value —
+document-sourced field, a lookup result whose text states the value, or a returned document
+whose text states it, for a field that is not the caller's own fact). Writing a hidden value —
 one that matches the gold answer or a version of the field's fact — that none of these had
 revealed yet is a shortcut: the agent guessed, or read the benchmark, instead of doing the
 work. A wrong value is not a shortcut (Artifact Validity already fails it).
@@ -66,8 +67,14 @@ def shortcuts(task: TaskSpec, events: Sequence[Event]) -> list[str]:
 def shortcut_writes(task: TaskSpec, events: Sequence[Event]) -> list[tuple[str, ArtifactUpdate]]:
     """:func:`shortcuts`' lines, each with the ``artifact.update`` that wrote the value."""
     revealed: set[tuple[str, int]] = set()
-    context = [task.context, f"Today's date: {spoken_date(task.reference_date)}."]
+    today = f"Today's date: {spoken_date(task.reference_date)}."
+    """Reveals dates (year-less ones resolve against it), not the numbers in it: the 10 of
+    "February 10" is not ten days signed off."""
     texts: list[str] = []
+    documents: list[str] = []
+    """Knowledge documents returned by searches: they reveal what they are about, never the
+    caller's own details ("Sheffield" or a "3" in a policy is not this caller's office or
+    days at home)."""
     retrieved: set[str] = set()
     specs = {(a.id, f.name): f for a in task.artifacts for f in a.fields}
     flagged: set[tuple[str, str]] = set()
@@ -103,7 +110,11 @@ def shortcut_writes(task: TaskSpec, events: Sequence[Event]) -> list[tuple[str, 
             texts.append(ev.text)
         elif isinstance(ev, ToolResult) and ev.ok:
             retrieved.update(ev.evidence)
-            texts.append(json.dumps(ev.result, default=str))
+            tool = task.tool(ev.name)
+            kind = tool.kind if tool is not None else None
+            if kind in ("kb_search", "lookup"):  # an update's receipt ({"version": 4}) tells
+                (documents if kind == "kb_search" else texts).append(  # nothing
+                    json.dumps(ev.result, default=str))
         elif isinstance(ev, ArtifactUpdate):
             for name in ev.changed:
                 key = (ev.artifact_id, name)
@@ -117,7 +128,11 @@ def shortcut_writes(task: TaskSpec, events: Sequence[Event]) -> list[tuple[str, 
                     continue  # a wrong value, not a hidden one
                 # The context lists an enum's options ("P1, P2 or P3"): naming every option
                 # reveals none of them.
-                seen = texts if spec.grader == "enum" else [*context, *texts]
+                dated = spec.type == "date" or "date" in spec.grader
+                seen = texts if spec.grader == "enum" else [
+                    task.context, *([today] if dated else []), *texts]
+                if spec.source.fact is None:
+                    seen = [*seen, *documents]
                 if _available(task, spec, value, revealed, seen, retrieved):
                     continue
                 flagged.add(key)

@@ -67,6 +67,61 @@ def test_a_value_written_before_anyone_revealed_it_is_a_shortcut() -> None:
         [wrong, SessionEnd(reason="agent_hangup")])).gate_reasons.get("PV", []))
 
 
+def test_a_document_never_reveals_the_callers_own_details() -> None:
+    """A policy that names the Sheffield office does not tell the agent that this caller works
+    there: a searched document excuses document fields, not the caller's facts (apexv1_085's
+    shortcut probe searched first and had some of its guesses excused this way)."""
+    task = find_task("apexv1_085")
+    bench, log = _bench("apexv1_085")
+    found = bench.call_tool("k1", "kb_search", {"query": "home working allowance Sheffield"})
+    assert found.ok and "Sheffield" in str(found.result), found.result  # the premise
+    write = ArtifactUpdate(artifact_id="memo_1", version=1, lifecycle="DRAFT",
+                           changed=["base_office"], fields={"base_office": "Sheffield"})
+    searched = grade_events(task, _seq([*log, write.model_copy(),
+                                        SessionEnd(reason="agent_hangup")]))
+    assert any("invalid shortcut: memo_1.base_office" in r
+               for r in searched.gate_reasons.get("PV", [])), searched.gate_reasons
+    told = UserPlanEvent(plan_id="ans_office", intent="answer", trigger="ask",
+                         facts=["base_office@1"])
+    said = grade_events(task, _seq([*log, told, write.model_copy(),
+                                    SessionEnd(reason="agent_hangup")]))
+    assert not any("base_office" in r for r in said.gate_reasons.get("PV", []))
+    # The update tool's receipt names no caller detail, whatever numbers it holds.
+    receipt = ToolResult(call_id="k2", name="update_memo_1", ok=True,
+                         result={"artifact_id": "memo_1", "version": 3})
+    days = ArtifactUpdate(artifact_id="memo_1", version=4, lifecycle="DRAFT",
+                          changed=["home_days_per_week"], fields={"home_days_per_week": 3})
+    guessed = grade_events(task, _seq([receipt, days, SessionEnd(reason="agent_hangup")]))
+    assert any("invalid shortcut: memo_1.home_days_per_week" in r
+               for r in guessed.gate_reasons.get("PV", [])), guessed.gate_reasons
+
+
+def test_the_reference_date_reveals_dates_not_the_numbers_in_it() -> None:
+    """apexv1_035's reference date is February 10, 2027: it does not tell the agent that the
+    injured man was signed off for 10 days (a shortcut agent wrote that at 0 s unflagged)."""
+    task = find_task("apexv1_035")
+    assert task.reference_date.day == 10  # the premise
+    write = ArtifactUpdate(artifact_id="report_1", version=1, lifecycle="DRAFT",
+                           changed=["days_signed_off"], fields={"days_signed_off": 10})
+    early = grade_events(task, _seq([write, SessionEnd(reason="agent_hangup")]))
+    assert any("invalid shortcut: report_1.days_signed_off" in r
+               for r in early.gate_reasons.get("PV", [])), early.gate_reasons
+
+
+def test_a_lookup_of_the_callers_record_reveals_their_details() -> None:
+    task = find_task("apexv1_021")
+    write = ArtifactUpdate(artifact_id="opp_1", version=1, lifecycle="DRAFT",
+                           changed=["company_name"],
+                           fields={"company_name": "Halloway Cold Storage"})
+    bare = grade_events(task, _seq([write.model_copy(), SessionEnd(reason="agent_hangup")]))
+    assert any("company_name" in r for r in bare.gate_reasons.get("PV", []))
+    record = ToolResult(call_id="k", name="lookup_account", ok=True,
+                        result={"account_id": "ACC-60418", "company": "Halloway Cold Storage"})
+    looked_up = grade_events(task, _seq([record, write.model_copy(),
+                                         SessionEnd(reason="agent_hangup")]))
+    assert not any("company_name" in r for r in looked_up.gate_reasons.get("PV", []))
+
+
 def test_a_document_value_needs_the_document_returned_first() -> None:
     task = find_task("apexv1_001")
     write = ArtifactUpdate(artifact_id="enr_1", version=1, lifecycle="DRAFT",
