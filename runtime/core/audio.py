@@ -106,6 +106,16 @@ def rms(frame: Pcm) -> float:
     return math.sqrt(float(f.dot(f)) / n)
 
 
+def quiet_edges_ms(audio: Pcm, quiet_rms: float = 300.0) -> tuple[int, int]:
+    """How long ``audio`` is quiet before its first and after its last frame louder than
+    ``quiet_rms`` (whole 40 ms frames; a recording quiet throughout is all lead-in)."""
+    levels = frame_levels(audio[:len(audio) // FRAME_SAMPLES * FRAME_SAMPLES])
+    loud = [i for i, level in enumerate(levels) if level >= quiet_rms]
+    if not loud:
+        return len(levels) * FRAME_MS, 0
+    return loud[0] * FRAME_MS, (len(levels) - 1 - loud[-1]) * FRAME_MS
+
+
 def frame_levels(block: Pcm, frame: int = FRAME_SAMPLES) -> list[float]:
     """:func:`rms` of each whole frame of ``block``, equal to it bit for bit (the sum of
     squares of PCM16 samples is an exact integer either way). A frame-aligned slice of a

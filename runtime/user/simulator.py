@@ -25,6 +25,7 @@ from runtime.core.audio import (
     SILENT_FRAME,
     Pcm,
     frames_before,
+    quiet_edges_ms,
     silence,
     silent_block,
 )
@@ -919,9 +920,14 @@ class UserSource(Protocol):
     def on_world_event(self, event_id: str) -> None: ...
 
 
-CHAIN_GAP_MS = 240
-"""Pause between two utterances the caller queued for one agent turn (a multi-ask's
-answers): shorter than an end-of-turn silence, so they read as one reply."""
+CHAIN_SILENCE_MS = 320
+"""Quiet between two utterances the caller queued for one agent turn (a multi-ask's answers),
+from the last loud frame of one to the first of the next: a breath between sentences, under
+the longest pause inside one realization (480 ms) and under an end-of-turn silence (the
+scripted agent waits 640 ms, OpenAI's server VAD 500 ms by default), so they read as one reply.
+Each file's own quiet lead-in and tail count towards it: Kokoro files keep 120 ms and 200 ms,
+so the next one starts as the last ends; counting only the 240 ms between files, two answers
+were 560 ms apart and an agent could take the turn between them (until 2026-12-04)."""
 
 
 class FrozenSimulator:
@@ -938,7 +944,8 @@ class FrozenSimulator:
         self._duplex = DuplexSchedule(task)
         self._deferred: list[Act] = []
         """Acts of agent turns that ended while the caller was speaking: answered next."""
-        self._last_end = -CHAIN_GAP_MS
+        self._last_end = -CHAIN_SILENCE_MS
+        self._last_trail_ms = 0
         self._opened = False
         self.agent_has_spoken = False
 
@@ -1000,7 +1007,7 @@ class FrozenSimulator:
             # A duplex event preempts anything queued: it is anchored to media time.
             self._queue.insert(0, (t_ms, plan, trigger))
         if self._current is None and self._queue and self._queue[0][0] <= t_ms and (
-                t_ms >= self._last_end + CHAIN_GAP_MS or self._queue[0][2].startswith("duplex")):
+                t_ms >= self._next_start_ms()):
             _, plan, trigger = self._queue.pop(0)
             self._start(plan, trigger, out)
         if self._current is not None:
@@ -1018,6 +1025,7 @@ class FrozenSimulator:
                 out.finished = utt.plan
                 self._current = None
                 self._last_end = end_ms
+                self._last_trail_ms = quiet_edges_ms(utt.audio)[1]
                 self._duplex.arm_after(utt.plan.id, t_ms)  # from the logged user.speech.end
                 if not self._queue and self._deferred:
                     deferred, self._deferred = self._deferred, []
@@ -1048,9 +1056,7 @@ class FrozenSimulator:
                 return SILENT_FRAME[:0]
             return utt.audio[utt.pos:utt.pos + n * FRAME_SAMPLES]
         if self._queue:
-            at, _, trigger = self._queue[0]
-            if not trigger.startswith("duplex"):
-                at = max(at, self._last_end + CHAIN_GAP_MS)
+            at = max(self._queue[0][0], self._next_start_ms())
             n = min(n, frames_before(t_ms, at))
         return silent_block(max(0, n))
 
@@ -1059,10 +1065,24 @@ class FrozenSimulator:
         if self._current is not None:
             self._current.pos += frames * FRAME_SAMPLES
 
-    def _start(self, plan: UserPlan, trigger: str, out: UserFrame) -> None:
+    def _next_start_ms(self) -> int:
+        """The earliest media time the first queued utterance may start after the last one
+        (a duplex event: at once). The quiet at the end of the last file and at the start of
+        the next count towards :data:`CHAIN_SILENCE_MS`; the files never overlap."""
+        _, plan, trigger = self._queue[0]
+        if trigger.startswith("duplex"):
+            return self._last_end
+        lead, _ = quiet_edges_ms(self._realization(plan)[1])
+        return self._last_end + max(0, CHAIN_SILENCE_MS - self._last_trail_ms - lead)
+
+    def _realization(self, plan: UserPlan) -> tuple[Realization, Pcm]:
+        """The realization (and its audio) the caller says ``plan`` with next."""
         real = select_realization(self.task.id, self.seed, plan,
                                   self.policy.occurrences(plan.id))
-        audio = self._bank.audio(real.id, real.audio)
+        return real, self._bank.audio(real.id, real.audio)
+
+    def _start(self, plan: UserPlan, trigger: str, out: UserFrame) -> None:
+        real, audio = self._realization(plan)
         self.policy.spoken.append(plan.id)
         out.events.append(UserPlanEvent(
             plan_id=plan.id, intent=plan.intent, trigger=trigger,
