@@ -97,3 +97,18 @@ def test_identifier_arguments_match_across_separators() -> None:
     assert not argument_matches("INV-20419", "INV-20418")
     assert argument_matches("2027-06-02", "June 2nd, 2027")
     assert not argument_matches("Kestrel Logistics", "Kestrel")
+
+
+def test_number_arguments_match_the_number_the_agent_states() -> None:
+    from grading.fields import argument_matches
+
+    for said in (6, 6.0, "6", "6 hours", "six", "six hours"):
+        assert argument_matches(6, said), said
+    for said in ("7 hours", "6 or 7", "sixty", "", None, True):
+        assert not argument_matches(6, said), said
+    assert argument_matches(12.5, "twelve and a half")
+    # Authored as text, as YAML keeps "6" (apexv1_117's post_etr hours).
+    assert argument_matches("6", "6 hours") and argument_matches("6", 6)
+    assert not argument_matches("6", "16 hours")
+    assert argument_matches("007", "007") and not argument_matches("007", "7")
+    assert argument_matches(1200, "$1,200")

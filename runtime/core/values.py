@@ -1016,6 +1016,7 @@ def _yearless_days(text: str) -> set[tuple[int, int]]:
 
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?")
 _IDENTIFIER = re.compile(r"(?=[^ ]*[A-Za-z])(?=[^ ]*\d)[A-Za-z0-9][A-Za-z0-9_./-]*")
 """One token mixing letters and digits, e.g. INV-20419 or E4471."""
 
@@ -1023,9 +1024,16 @@ _IDENTIFIER = re.compile(r"(?=[^ ]*[A-Za-z])(?=[^ ]*\d)[A-Za-z0-9][A-Za-z0-9_./-
 def argument_matches(expected: Any, given: Any) -> bool:
     """Whether a tool argument the agent gave equals an authored one: ISO dates by calendar
     day (so "June 2, 2027" matches "2027-06-02"), everything else case-folded text. Used by
-    lookup tools in the Workbench and by required-action checks in grading."""
+    lookup tools in the Workbench and by required-action checks in grading. An authored
+    number matches the one number the argument states, in digits or words and with or without
+    its unit ("6 hours", "six" and 6.0 for 6 or "6"; "6 or 7" states no single number); a
+    string of digits with a leading zero is an identifier ("007"), compared as text."""
     if is_empty(given):
         return False
+    if isinstance(expected, int | float) and not isinstance(expected, bool):
+        return extract_number(given) == float(expected)
+    if isinstance(expected, str) and _PLAIN_NUMBER.fullmatch(expected.strip()):
+        return extract_number(given) == float(expected)
     if isinstance(expected, str) and _ISO_DAY.fullmatch(expected):
         target = parse_spoken_date(expected)
         if target is None:
