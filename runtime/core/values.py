@@ -520,9 +520,19 @@ def numbers_in_text(text: str) -> list[float]:
     return list(_numbers_in_text(text))
 
 
+_DATED_YEAR = re.compile(
+    rf"(\b(?:{'|'.join(sorted(_MONTHS, key=len, reverse=True))})\.?"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?,?\s+)(19|20)\s(\d{2})\b(?![.,]?\s?\d)",
+    re.IGNORECASE,
+)
+"""A year said in pairs after a month ("March third, twenty twenty-six"): the year only,
+never the pair's parts (20 and 26)."""
+
+
 @lru_cache(maxsize=_TEXT_CACHE)
 def _numbers_in_text(text: str) -> tuple[float, ...]:
-    t = _thousands_k(_spoken_digits(text))
+    t = _DATED_YEAR.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}",
+                        _thousands_k(_spoken_digits(text)))
     out = [float(n) for n in _NUMBER.findall(t) if math.isfinite(float(n))]
     # Numbers said in pairs also read as one: "two forty-five" → 2, 45 and 245.
     for m in re.finditer(r"(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", t):
