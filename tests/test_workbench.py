@@ -32,6 +32,9 @@ def test_unknown_tool_and_field_are_tool_errors_not_crashes() -> None:
     assert not r.ok and "unknown tool 'delete_everything'" in (r.error or "")
     r = wb.call_tool("c2", "update_lr_1", {"fields": {"shoe_size": "9"}})
     assert not r.ok and "unknown field(s) shoe_size" in (r.error or "")
+    # a key that is no string (a script's YAML "{start_date: June 9, 2027}" makes one 2027)
+    r = wb.call_tool("c3", "update_lr_1", {"fields": {"start_date": "June 9", 2027: None}})
+    assert not r.ok and "unknown field(s) 2027" in (r.error or "")
     assert wb.artifacts["lr_1"].version == 0  # nothing applied
 
 

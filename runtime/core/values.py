@@ -182,12 +182,7 @@ def extract_number(value: Any) -> float | None:
         return None
     text = _spoken_digits(value)
     text = re.sub(r"\b(?:minus|negative)\s+(?=\d)", "-", text, flags=re.IGNORECASE)
-    text = re.sub(
-        r"(\d+(?:\.\d+)?)\s+(1000000000|1000000|1000)\b",
-        lambda m: _fmt(float(m.group(1)) * _MULTIPLIERS[m.group(2)]),
-        text,
-    )
-    text = _thousands_k(text)
+    text = _thousands_k(_scaled(text))
     # Numbers said in pairs: "three sixty" → "3 60" → 360, "twelve fifty" → 1250.
     text = re.sub(
         r"(?<![\d.,]\s)(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", r"\1\2", text
@@ -204,6 +199,13 @@ def _spoken_digits(text: str) -> str:
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", _words_to_digits(text))
     return re.sub(r"(\d+)\s+and\s+a\s+half\b", lambda m: f"{int(m.group(1))}.5", text,
                   flags=re.IGNORECASE)
+
+
+def _scaled(text: str) -> str:
+    """A number before its scale as one number: "7.4 1000000" (seven point four million) as
+    7400000."""
+    return re.sub(r"(\d+(?:\.\d+)?)\s+(1000000000|1000000|1000)\b",
+                  lambda m: _fmt(float(m.group(1)) * _MULTIPLIERS[m.group(2)]), text)
 
 
 def _thousands_k(text: str) -> str:
@@ -532,7 +534,7 @@ never the pair's parts (20 and 26)."""
 @lru_cache(maxsize=_TEXT_CACHE)
 def _numbers_in_text(text: str) -> tuple[float, ...]:
     t = _DATED_YEAR.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}",
-                        _thousands_k(_spoken_digits(text)))
+                        _thousands_k(_scaled(_spoken_digits(text))))
     out = [float(n) for n in _NUMBER.findall(t) if math.isfinite(float(n))]
     # Numbers said in pairs also read as one: "two forty-five" → 2, 45 and 245.
     for m in re.finditer(r"(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", t):
@@ -892,6 +894,23 @@ def _free_value_in_text(value: Any, text: str, restatement: bool) -> ValueFound:
 
 _CLOCK_VALUE = re.compile(r"(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)", re.IGNORECASE)
 """A time of day as a value ("1:50 PM", "9 AM")."""
+
+
+def clock_minutes(value: Any) -> int | None:
+    """A value that is a time of day as minutes after midnight: "8 AM", "8:00 a.m.", "2:30
+    PM", or a 24-hour "08:00" / "14:30"; None for anything else, "8:00" included (morning or
+    evening?)."""
+    text = str(value).strip() if isinstance(value, str) else ""
+    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s*m\.?", text, re.IGNORECASE)
+    if m:
+        hour, minute = int(m.group(1)), int(m.group(2) or 0)
+        if 1 <= hour <= 12 and minute < 60:
+            return (hour % 12 + (12 if m.group(3).lower() == "p" else 0)) * 60 + minute
+        return None
+    m = re.fullmatch(r"(\d{2}):(\d{2})", text)
+    if m and int(m.group(1)) < 24 and int(m.group(2)) < 60:
+        return int(m.group(1)) * 60 + int(m.group(2))
+    return None
 
 
 def _times_in_text(text: str) -> set[tuple[int, int]]:

@@ -140,7 +140,11 @@ _PERSON_WORDS = frozenset({
     "supervisor", "covering", "approver", "witness", "witnesses", "provider", "pcp",
 })
 _NOT_PERSON = frozenset({"company", "account", "organization", "practice", "employer",
-                         "firm", "product", "app", "file", "plan", "email", "phone", "number"})
+                         "firm", "product", "app", "file", "plan", "email", "phone", "number",
+                         "team", "vendor", "supplier", "carrier", "clinic", "hospital",
+                         "hotel", "project", "brand", "store", "department", "school"})
+"""Words that make a field called a "name" the name of a thing ("team name", "vendor"): a
+question for a person ("Who's on the hook for that?") is not about it."""
 _PLACE_WORDS = frozenset({"building", "location", "site", "address", "city", "room", "venue",
                           "where", "office", "branch"})
 
