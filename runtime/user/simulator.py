@@ -195,6 +195,9 @@ class _Answer:
     def __init__(self) -> None:
         self.out: list[Chosen] = []
         self.covered: set[str] = set()
+        self.proposing: set[str] = set()
+        """Texts of the acts that carried a figure for a negotiated field (heard as an
+        offer: accepted or countered)."""
 
     def add(self, plan: UserPlan | None, trigger: str) -> bool:
         """Choose ``plan`` (once); True when there is a plan (new or chosen already)."""
@@ -434,7 +437,9 @@ class RevealPolicy:
             answer.add(*approval)
         self._answer_questions(acts, verdicts, answer)
         for act in acts:  # 5. Offers of something other than a gated action.
-            if act.act == "offer":
+            # ("I can raise it to thirteen thousand. Would that work for you?" offers the
+            # figure, answered above, not something more to decline)
+            if act.act == "offer" and act.text not in answer.proposing:
                 reply = "accept" if self._observer.offers_task_step(act.text) else "decline"
                 answer.add(self._where(TriggerOffer, reply=reply), f"offer:{reply}")
                 break
@@ -493,6 +498,7 @@ class RevealPolicy:
             if found is None:
                 return
             answer.covered.add(field_name)
+            answer.proposing.add(act.text)
             plan, offered = found
             if plan.intent == "decline":
                 answer.add(plan, f"proposal:{field_name}")
