@@ -57,7 +57,7 @@ from app.rtc import (
     drain_track,
 )
 from runtime.agents.base import InfrastructureError
-from runtime.core.audio import FRAME_MS, SAMPLE_RATE, Pcm, rms
+from runtime.core.audio import FRAME_MS, SAMPLE_RATE, VOICE_RMS, Pcm, rms
 from runtime.core.events import (
     AgentSpeechStart,
     AgentTranscript,
@@ -75,7 +75,6 @@ from runtime.core.rundir import (  # noqa: F401  (repair_wav_header: re-exported
 from runtime.core.spec import TaskSpec
 from runtime.session.campaign import AgentFactory
 from runtime.session.orchestrator import Orchestrator, RunResult
-from runtime.user.live_user import VOICE_RMS
 from runtime.user.simulator import UserSource
 
 if TYPE_CHECKING:

@@ -41,12 +41,14 @@ from runtime.core.values import (
     _compact,
     _interval_parts,
     _is_date_like,
+    _option_words_said,
     _spoken_address_text,
     argument_matches,
     canonical_address,
     canonical_identifier,
     canonical_phone,
     canonical_text,
+    clock_minutes,
     dates_in_text,
     extract_number,
     is_empty,
@@ -122,10 +124,17 @@ def _grade_casefold(gold: Any, pred: Any) -> FieldGrade:
 
 def _grade_enum(gold: Any, pred: Any, options: Sequence[str]) -> FieldGrade:
     """Case-folded match with gold; else the value names (ignoring case, separators and
-    spaces) exactly one option, and that option is the gold one."""
+    spaces) exactly one option, and that option is the gold one. A value that is no option
+    names the one option at its time of day ("8 AM", "8 a.m." or "08:00" for "8:00 AM") or
+    the one option whose words it shortens ("Standard" or "the standard" for "standard class"
+    beside "first class"; "class" names neither)."""
     if canonical_text(gold) == canonical_text(pred):
         return _PASS
     matches = [opt for opt in options if _compact(opt) == _compact(pred)]
+    if not matches and clock_minutes(pred) is not None:  # "8 AM" or "08:00" for "8:00 AM"
+        matches = [opt for opt in options if clock_minutes(opt) == clock_minutes(pred)]
+    if not matches and isinstance(pred, str) and clock_minutes(gold) is None:
+        matches = [opt for opt in options if _option_words_said(pred, opt)]
     if len(matches) == 1 and _compact(matches[0]) == _compact(gold):
         return _PASS
     return FieldGrade(0.0, False, True)

@@ -4,6 +4,9 @@ request can take seconds, which would move a verdict across a limit of a few sec
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from types import ModuleType
+
+import pytest
 
 
 class Clock:
@@ -15,3 +18,10 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += timedelta(seconds=seconds)
+
+    @classmethod
+    def install(cls, monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str) -> Clock:
+        """A new clock in place of ``module.name`` for the rest of the test."""
+        clock = cls()
+        monkeypatch.setattr(module, name, clock)
+        return clock

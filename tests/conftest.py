@@ -4,6 +4,7 @@ app's test clients (``web_client``)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,8 +76,17 @@ def web_client(tmp_path: Path) -> Iterator[WebClient]:
         yield build
 
 
+@functools.cache
+def _bundled_tasks() -> tuple[TaskSpec, ...]:
+    return tuple(load_tasks([default_tasks_dir()]))
+
+
 def bundled_tasks() -> list[TaskSpec]:
-    return load_tasks([default_tasks_dir()])
+    """The bundled suite, loaded once per test process: loading every task file takes
+    seconds (2.7 s for 91 tasks), and each per-script test grades against the whole suite.
+    The specs are frozen models; a test that needs a changed task copies it (``model_copy``)
+    or loads its own."""
+    return list(_bundled_tasks())
 
 
 def run_script(

@@ -356,6 +356,29 @@ def test_enum_match(gold: str, pred: str) -> None:
     assert ok(grade_value("enum", gold, pred, options=OPTIONS))
 
 
+@pytest.mark.parametrize(("gold", "pred", "passes"), [
+    ("standard class", "Standard", True),
+    ("standard class", "the standard", True),
+    ("first class", "First", True),
+    ("standard class", "class", False),  # in both options
+    ("standard class", "First", False),
+    ("standard class", "sleeper", False),
+    ("standard class", "standard plus", False),
+])
+def test_enum_value_shortened_to_one_option(gold: str, pred: str, passes: bool) -> None:
+    grade = grade_value("enum", gold, pred, options=["standard class", "first class"])
+    assert grade.correct is passes
+
+
+@pytest.mark.parametrize(("pred", "passes"), [
+    ("8 AM", True), ("8 a.m.", True), ("08:00", True), ("8:00am", True),
+    ("8 PM", False), ("20:00", False), ("8:00", False), ("9 AM", False), ("8:30 AM", False),
+])
+def test_enum_time_option_written_another_way(pred: str, passes: bool) -> None:
+    grade = grade_value("enum", "8:00 AM", pred, options=["8:00 AM", "1:00 PM", "3:30 PM"])
+    assert grade.correct is passes
+
+
 def test_enum_mismatch_escalates() -> None:
     assert grade_value("enum", "submitted", "draft", options=OPTIONS) == FieldGrade(
         0.0, False, True
@@ -661,6 +684,15 @@ MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
      "thirty-two, twenty-eight hundred pieces", [], "match"),
     ("set_f1", "LOT-7731, LOT-7732", "just lot seven seven three one, 2800 pieces", [],
      "mismatch"),
+    # a figure in millions with a decimal point
+    ("numeric_tolerance", 7400000, "Got it, contents at seven point four million now.", [],
+     "match"),
+    ("numeric_tolerance", 7400000, "Got it, contents at seven point two million now.", [],
+     "mismatch"),
+    # a year said in pairs after a month is the year, not its two halves
+    ("numeric_tolerance", 26, "It started March third, twenty twenty-six.", [], "mismatch"),
+    ("numeric_tolerance", 20, "since June twenty twenty-five", [], "mismatch"),
+    ("numeric_tolerance", 26, "twenty-six days since June twenty twenty-five", [], "match"),
     # a number joined to its unit
     ("numeric_tolerance", 3, "on a three-year term", [], "match"),
     ("numeric_tolerance", 25, "twenty-five seats", [], "match"),

@@ -123,3 +123,16 @@ def test_a_question_naming_no_field(task: str, text: str, fields: list[str],
         assert set(fields) <= answered, [c.plan.id for c in chosen]
     else:
         assert answered == set(), [c.plan.id for c in chosen]  # never another field
+
+
+def test_the_name_of_a_thing_is_no_answer_to_who() -> None:
+    """apexv1_091: the team's name still open does not take "Who's on the hook for that?"
+    from the action's owner (a field called a name is a person's unless it names a thing)."""
+    spec = TASKS["apexv1_091"]
+    policy = RevealPolicy(spec)
+    policy.spoken.extend(p.id for p in spec.plans if isinstance(p.when, TriggerAsk)
+                         and not {"team_name", "action_owner"} & set(p.when.fields))
+    chosen = policy.respond(SemanticActObserver(spec).observe("Who's on the hook for that?"))
+    answered = {f for c in chosen if isinstance(c.plan.when, TriggerAsk)
+                for f in c.plan.when.fields}
+    assert answered == {"action_owner"}, [c.plan.id for c in chosen]

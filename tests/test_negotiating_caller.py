@@ -52,6 +52,21 @@ def test_an_offer_is_weighed(task_id: str, spoken: list[str], text: str, expecte
     assert expected in _answer(task_id, spoken, text)
 
 
+@pytest.mark.parametrize(("task_id", "spoken", "text", "expected"), [
+    ("apexv1_078", ["opening"], "I can take ten percent off. Would that work for you?",
+     ["accept_proposal"]),
+    ("apexv1_078", ["opening"], "I can take five percent off. Would that work for you?",
+     ["counter_proposal"]),
+    ("apexv1_051", ["opening", "ans_goodwill_ask"], "The best I can do is a hundred and "
+     "fifty dollars of goodwill credit. Would that work for you?", ["accept_proposal"]),
+])
+def test_would_that_work_after_a_figure_is_that_offer(task_id: str, spoken: list[str],
+                                                      text: str, expected: list[str]) -> None:
+    """The question after the figure asks about that offer; there is no second, unnamed
+    offer to decline ("Not now, thanks" after accepting)."""
+    assert _answer(task_id, spoken, text) == expected
+
+
 @pytest.mark.parametrize(("task_id", "spoken", "text"), [
     # the caller's own figure given back to it is no offer
     ("apexv1_051", ["opening", "ans_goodwill_ask"], "You asked for three hundred. Let me see "

@@ -1275,6 +1275,17 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      [("request_approval", "submit:bp_1")]),
     ("apexv1_070", "Would you like me to try submitting the leave request again?",
      [("request_approval", "commit:lr_1")]),
+    # small talk's words asking after a field that is a judgement (an option, a rating), not
+    # after a name or an amount; a list's or a call's end is no check
+    ("apexv1_017", "How was the workload? One to five again.",
+     [("ask", "workload_rating"), ("inform", None)]),
+    ("apexv1_006", "How are you travelling up?", [("ask", "travel_mode")]),
+    ("apexv1_091", "How did it go against the sprint goal?", [("ask", "sprint_goal")]),
+    ("apexv1_015", "How's her reliability, one to five?", [("ask", "reliability_rating")]),
+    ("apexv1_017", "How are you doing today?", [("greet", None)]),
+    ("apexv1_006", "How was the trip?", [("greet", None)]),
+    ("apexv1_091", "That's everything.", [("inform", None)]),
+    ("apexv1_091", "That's everything?", [("confirm", None)]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:

@@ -32,6 +32,9 @@ def test_unknown_tool_and_field_are_tool_errors_not_crashes() -> None:
     assert not r.ok and "unknown tool 'delete_everything'" in (r.error or "")
     r = wb.call_tool("c2", "update_lr_1", {"fields": {"shoe_size": "9"}})
     assert not r.ok and "unknown field(s) shoe_size" in (r.error or "")
+    # a key that is no string (a script's YAML "{start_date: June 9, 2027}" makes one 2027)
+    r = wb.call_tool("c3", "update_lr_1", {"fields": {"start_date": "June 9", 2027: None}})
+    assert not r.ok and "unknown field(s) 2027" in (r.error or "")
     assert wb.artifacts["lr_1"].version == 0  # nothing applied
 
 
@@ -97,3 +100,18 @@ def test_identifier_arguments_match_across_separators() -> None:
     assert not argument_matches("INV-20419", "INV-20418")
     assert argument_matches("2027-06-02", "June 2nd, 2027")
     assert not argument_matches("Kestrel Logistics", "Kestrel")
+
+
+def test_number_arguments_match_the_number_the_agent_states() -> None:
+    from grading.fields import argument_matches
+
+    for said in (6, 6.0, "6", "6 hours", "six", "six hours"):
+        assert argument_matches(6, said), said
+    for said in ("7 hours", "6 or 7", "sixty", "", None, True):
+        assert not argument_matches(6, said), said
+    assert argument_matches(12.5, "twelve and a half")
+    # Authored as text, as YAML keeps "6" (apexv1_117's post_etr hours).
+    assert argument_matches("6", "6 hours") and argument_matches("6", 6)
+    assert not argument_matches("6", "16 hours")
+    assert argument_matches("007", "007") and not argument_matches("007", "7")
+    assert argument_matches(1200, "$1,200")

@@ -27,6 +27,7 @@ from runtime.core.audio import (
     FRAME_MS,
     FRAME_SAMPLES,
     SAMPLE_RATE,
+    VOICE_RMS,
     Pcm,
     frame_levels,
     frames_before,
@@ -108,7 +109,8 @@ class EnergyVAD:
     """Frame-energy voice activity: speech after ``onset`` loud frames, end of utterance after
     ``hangover_ms`` of quiet. Deterministic and cheap (one RMS per 40 ms frame)."""
 
-    def __init__(self, threshold: float = 300.0, onset: int = 2, hangover_ms: int = 640) -> None:
+    def __init__(self, threshold: float = VOICE_RMS, onset: int = 2,
+                 hangover_ms: int = 640) -> None:
         self.threshold = threshold
         self.onset = onset
         self.hangover = max(1, hangover_ms // FRAME_MS)

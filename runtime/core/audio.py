@@ -106,7 +106,13 @@ def rms(frame: Pcm) -> float:
     return math.sqrt(float(f.dot(f)) / n)
 
 
-def quiet_edges_ms(audio: Pcm, quiet_rms: float = 300.0) -> tuple[int, int]:
+VOICE_RMS = 300.0
+"""Level (RMS of int16 samples, about -40 dBFS) at and above which a frame counts as voice and
+below which it counts as quiet: the bank's pause tightening, the caller's quiet edges, the live
+caller's speculative cut and the scripted agent's energy VAD all use this one threshold."""
+
+
+def quiet_edges_ms(audio: Pcm, quiet_rms: float = VOICE_RMS) -> tuple[int, int]:
     """How long ``audio`` is quiet before its first and after its last frame louder than
     ``quiet_rms`` (whole 40 ms frames; a recording quiet throughout is all lead-in)."""
     levels = frame_levels(audio[:len(audio) // FRAME_SAMPLES * FRAME_SAMPLES])

@@ -182,12 +182,7 @@ def extract_number(value: Any) -> float | None:
         return None
     text = _spoken_digits(value)
     text = re.sub(r"\b(?:minus|negative)\s+(?=\d)", "-", text, flags=re.IGNORECASE)
-    text = re.sub(
-        r"(\d+(?:\.\d+)?)\s+(1000000000|1000000|1000)\b",
-        lambda m: _fmt(float(m.group(1)) * _MULTIPLIERS[m.group(2)]),
-        text,
-    )
-    text = _thousands_k(text)
+    text = _thousands_k(_scaled(text))
     # Numbers said in pairs: "three sixty" → "3 60" → 360, "twelve fifty" → 1250.
     text = re.sub(
         r"(?<![\d.,]\s)(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", r"\1\2", text
@@ -204,6 +199,13 @@ def _spoken_digits(text: str) -> str:
     text = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", _words_to_digits(text))
     return re.sub(r"(\d+)\s+and\s+a\s+half\b", lambda m: f"{int(m.group(1))}.5", text,
                   flags=re.IGNORECASE)
+
+
+def _scaled(text: str) -> str:
+    """A number before its scale as one number: "7.4 1000000" (seven point four million) as
+    7400000."""
+    return re.sub(r"(\d+(?:\.\d+)?)\s+(1000000000|1000000|1000)\b",
+                  lambda m: _fmt(float(m.group(1)) * _MULTIPLIERS[m.group(2)]), text)
 
 
 def _thousands_k(text: str) -> str:
@@ -520,9 +522,19 @@ def numbers_in_text(text: str) -> list[float]:
     return list(_numbers_in_text(text))
 
 
+_DATED_YEAR = re.compile(
+    rf"(\b(?:{'|'.join(sorted(_MONTHS, key=len, reverse=True))})\.?"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?,?\s+)(19|20)\s(\d{2})\b(?![.,]?\s?\d)",
+    re.IGNORECASE,
+)
+"""A year said in pairs after a month ("March third, twenty twenty-six"): the year only,
+never the pair's parts (20 and 26)."""
+
+
 @lru_cache(maxsize=_TEXT_CACHE)
 def _numbers_in_text(text: str) -> tuple[float, ...]:
-    t = _thousands_k(_spoken_digits(text))
+    t = _DATED_YEAR.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}",
+                        _thousands_k(_scaled(_spoken_digits(text))))
     out = [float(n) for n in _NUMBER.findall(t) if math.isfinite(float(n))]
     # Numbers said in pairs also read as one: "two forty-five" → 2, 45 and 245.
     for m in re.finditer(r"(?<![\d.,])\b(\d{1,2})\s(\d{2})\b(?![.,]?\s?\d)", t):
@@ -884,6 +896,23 @@ _CLOCK_VALUE = re.compile(r"(\d{1,2})(?::(\d{2}))?\s*([ap]\.?m\.?)", re.IGNORECA
 """A time of day as a value ("1:50 PM", "9 AM")."""
 
 
+def clock_minutes(value: Any) -> int | None:
+    """A value that is a time of day as minutes after midnight: "8 AM", "8:00 a.m.", "2:30
+    PM", or a 24-hour "08:00" / "14:30"; None for anything else, "8:00" included (morning or
+    evening?)."""
+    text = str(value).strip() if isinstance(value, str) else ""
+    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s*m\.?", text, re.IGNORECASE)
+    if m:
+        hour, minute = int(m.group(1)), int(m.group(2) or 0)
+        if 1 <= hour <= 12 and minute < 60:
+            return (hour % 12 + (12 if m.group(3).lower() == "p" else 0)) * 60 + minute
+        return None
+    m = re.fullmatch(r"(\d{2}):(\d{2})", text)
+    if m and int(m.group(1)) < 24 and int(m.group(2)) < 60:
+        return int(m.group(1)) * 60 + int(m.group(2))
+    return None
+
+
 def _times_in_text(text: str) -> set[tuple[int, int]]:
     """Times of day said in ``text`` as (hour on a 12-hour clock, minute): "1:50", "one
     fifty", "two oh five PM", "three o'clock", "nine am". A listener who knows the time of day
@@ -1016,6 +1045,7 @@ def _yearless_days(text: str) -> set[tuple[int, int]]:
 
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_PLAIN_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?")
 _IDENTIFIER = re.compile(r"(?=[^ ]*[A-Za-z])(?=[^ ]*\d)[A-Za-z0-9][A-Za-z0-9_./-]*")
 """One token mixing letters and digits, e.g. INV-20419 or E4471."""
 
@@ -1023,9 +1053,16 @@ _IDENTIFIER = re.compile(r"(?=[^ ]*[A-Za-z])(?=[^ ]*\d)[A-Za-z0-9][A-Za-z0-9_./-
 def argument_matches(expected: Any, given: Any) -> bool:
     """Whether a tool argument the agent gave equals an authored one: ISO dates by calendar
     day (so "June 2, 2027" matches "2027-06-02"), everything else case-folded text. Used by
-    lookup tools in the Workbench and by required-action checks in grading."""
+    lookup tools in the Workbench and by required-action checks in grading. An authored
+    number matches the one number the argument states, in digits or words and with or without
+    its unit ("6 hours", "six" and 6.0 for 6 or "6"; "6 or 7" states no single number); a
+    string of digits with a leading zero is an identifier ("007"), compared as text."""
     if is_empty(given):
         return False
+    if isinstance(expected, int | float) and not isinstance(expected, bool):
+        return extract_number(given) == float(expected)
+    if isinstance(expected, str) and _PLAIN_NUMBER.fullmatch(expected.strip()):
+        return extract_number(given) == float(expected)
     if isinstance(expected, str) and _ISO_DAY.fullmatch(expected):
         target = parse_spoken_date(expected)
         if target is None:

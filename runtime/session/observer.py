@@ -997,6 +997,8 @@ _CLOSE_QUESTION = _rx(
     r"\b(do you )?need anything else\b",
     r"\bcan i let you go\b",
 )
+_THAT_IS_ALL = re.compile(r"^that is (everything|the lot|all of (it|them))$")
+_APART_FROM = re.compile(r"\b(apart from|aside from|other than|except( for)?|besides)\b")
 _SMALL_TALK = _rx(
     r"\b(lovely|nice|good|great) to (hear from|see|have) you\b",
     r"\bhow (is|are|has|have) (your|the|things|you)( \w+){0,4}( been)? (going|treating you|"
@@ -2514,7 +2516,7 @@ class SemanticActObserver:
             return [*summary, *(self._field_acts("read_back", restated, c.text)
                                 if restated else [])]
 
-        if self._greets(c, question):
+        if self._greets(c, question) and not (question and self._judged_in(c, fields)):
             return self._greeting_acts(c, question)
 
         if question or self._requests(c):
@@ -2663,6 +2665,19 @@ class SemanticActObserver:
                     _GREET_STATEMENT.search(c.joined) or _DESK_HELLO.search(c.joined) or (
                         not c.previous and self._desk_intro(c.text, c.text))))
         )
+
+    def _judged_in(self, c: _Clause, fields: list[FieldKey]) -> bool:
+        """A how-question in small talk's words asks after a field whose answer is a judgement
+        (an option or a rating): "How was the workload?" with a workload rating, "How are you
+        travelling up?" with a travel mode, "How did it go against the sprint goal?"; not a
+        name or an amount ("How's the practice today, busy?", "So how was Milwaukee, apart
+        from the hotel bill?")."""
+        if _APART_FROM.search(c.joined):
+            return False
+        return any(
+            spec.grader == "enum" or (spec.grader == "numeric_tolerance"
+                                      and "rating" in f"{spec.name} {spec.label}".lower())
+            for spec in (self._specs.get(k) for k in fields) if spec is not None)
 
     def _greeting_acts(self, c: _Clause, question: bool) -> list[Act]:
         """The acts of a greeting: the news after thanks for holding, or a greet (and the
@@ -3425,6 +3440,8 @@ class SemanticActObserver:
     def _is_confirm(self, c: _Clause, fields: list[FieldKey]) -> bool:
         if _CONFIRM_TAG.search(c.text):
             return True
+        if not c.question and _THAT_IS_ALL.match(c.joined):
+            return False  # "That's everything." ends a list or the call; "That's everything?"
         check = _CONFIRM.search(c.joined)
         if check is not None:
             rest = c.joined[check.end():].split()

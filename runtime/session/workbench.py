@@ -268,7 +268,8 @@ class Workbench:
         if not isinstance(values, dict) or not values:
             raise ToolError("update needs a non-empty 'fields' object of field: value pairs")
         names = {f.name for f in artifact.spec.fields}
-        unknown = sorted(set(values) - names)
+        unknown = sorted(repr(k) if not isinstance(k, str) else k
+                         for k in values if k not in names)  # a script's YAML key can be 2027
         if unknown:
             raise ToolError(
                 f"unknown field(s) {', '.join(unknown)} for {artifact.spec.id}; "

@@ -26,7 +26,14 @@ import numpy as np
 import numpy.typing as npt
 import soundfile as sf
 
-from runtime.core.audio import FRAME_SAMPLES, SAMPLE_RATE, AudioFileError, Pcm, frame_levels
+from runtime.core.audio import (
+    FRAME_SAMPLES,
+    SAMPLE_RATE,
+    VOICE_RMS,
+    AudioFileError,
+    Pcm,
+    frame_levels,
+)
 
 OPUS_COMPRESSION_LEVEL = 0.94
 """libsndfile's 0 (best) … 1 (smallest); 0.94 ≈ 23 kbit/s for Kokoro speech at 24 kHz."""
@@ -128,8 +135,8 @@ def write_bank_audio(path: Path, audio: Pcm, rate: int = SAMPLE_RATE) -> BankAud
 
 # --------------------------------------------------------------------------- pauses
 
-QUIET_RMS = 300.0
-"""A 20 ms window below this RMS (int16, about -40 dBFS) counts as quiet."""
+QUIET_RMS = VOICE_RMS
+"""A 20 ms window below this RMS counts as quiet."""
 
 
 def tighten_pauses(

@@ -48,7 +48,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from runtime.agents.scripted import EnergyVAD
-from runtime.core.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, Pcm, rms, silence
+from runtime.core.audio import FRAME_MS, FRAME_SAMPLES, SAMPLE_RATE, VOICE_RMS, Pcm, rms, silence
 from runtime.core.events import (
     AuthDecisionEvent,
     CardFact,
@@ -90,9 +90,6 @@ TAIL_FRAMES = 4
 utterance is transcribed speculatively while the VAD waits out its end-of-utterance quiet, so
 the decision on "yes, please submit it" is ready about when the VAD ends the utterance."""
 
-VOICE_RMS = 300.0
-"""Frame energy counted as voice for the speculative cut (the EnergyVAD's default threshold;
-a VAD with a ``threshold`` attribute above 1 sets it)."""
 
 STALL_FRAMES = 5
 """Consecutive underruns (200 ms) after which a missing microphone counts as quiet: the device

@@ -140,7 +140,11 @@ _PERSON_WORDS = frozenset({
     "supervisor", "covering", "approver", "witness", "witnesses", "provider", "pcp",
 })
 _NOT_PERSON = frozenset({"company", "account", "organization", "practice", "employer",
-                         "firm", "product", "app", "file", "plan", "email", "phone", "number"})
+                         "firm", "product", "app", "file", "plan", "email", "phone", "number",
+                         "team", "vendor", "supplier", "carrier", "clinic", "hospital",
+                         "hotel", "project", "brand", "store", "department", "school"})
+"""Words that make a field called a "name" the name of a thing ("team name", "vendor"): a
+question for a person ("Who's on the hook for that?") is not about it."""
 _PLACE_WORDS = frozenset({"building", "location", "site", "address", "city", "room", "venue",
                           "where", "office", "branch"})
 
@@ -191,6 +195,9 @@ class _Answer:
     def __init__(self) -> None:
         self.out: list[Chosen] = []
         self.covered: set[str] = set()
+        self.proposing: set[str] = set()
+        """Texts of the acts that carried a figure for a negotiated field (heard as an
+        offer: accepted or countered)."""
 
     def add(self, plan: UserPlan | None, trigger: str) -> bool:
         """Choose ``plan`` (once); True when there is a plan (new or chosen already)."""
@@ -430,7 +437,9 @@ class RevealPolicy:
             answer.add(*approval)
         self._answer_questions(acts, verdicts, answer)
         for act in acts:  # 5. Offers of something other than a gated action.
-            if act.act == "offer":
+            # ("I can raise it to thirteen thousand. Would that work for you?" offers the
+            # figure, answered above, not something more to decline)
+            if act.act == "offer" and act.text not in answer.proposing:
                 reply = "accept" if self._observer.offers_task_step(act.text) else "decline"
                 answer.add(self._where(TriggerOffer, reply=reply), f"offer:{reply}")
                 break
@@ -489,6 +498,7 @@ class RevealPolicy:
             if found is None:
                 return
             answer.covered.add(field_name)
+            answer.proposing.add(act.text)
             plan, offered = found
             if plan.intent == "decline":
                 answer.add(plan, f"proposal:{field_name}")

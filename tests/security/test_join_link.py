@@ -46,9 +46,7 @@ def roomy(tmp_path: Path) -> Iterator[tuple[Any, str, int]]:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock()
-    monkeypatch.setattr(svc, "_clock", fake)
-    return fake
+    return Clock.install(monkeypatch, svc, "_clock")
 
 
 def _client(app: Any, n: int) -> TestClient:

@@ -73,9 +73,7 @@ def test_login_rotates_the_session_and_its_csrf_token(app: Any) -> None:
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock()
-    monkeypatch.setattr(auth, "_now", fake)
-    return fake
+    return Clock.install(monkeypatch, auth, "_now")
 
 
 def test_idle_sessions_expire_on_the_server(tmp_path: Path, clock: Clock) -> None:
