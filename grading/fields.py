@@ -131,8 +131,9 @@ def _grade_enum(gold: Any, pred: Any, options: Sequence[str]) -> FieldGrade:
     if canonical_text(gold) == canonical_text(pred):
         return _PASS
     matches = [opt for opt in options if _compact(opt) == _compact(pred)]
-    if not matches and clock_minutes(pred) is not None:  # "8 AM" or "08:00" for "8:00 AM"
-        matches = [opt for opt in options if clock_minutes(opt) == clock_minutes(pred)]
+    at = clock_minutes(pred)
+    if not matches and at is not None:  # "8 AM" or "08:00" for "8:00 AM"
+        matches = [opt for opt in options if clock_minutes(opt) == at]
     if not matches and isinstance(pred, str) and clock_minutes(gold) is None:
         matches = [opt for opt in options if _option_words_said(pred, opt)]
     if len(matches) == 1 and _compact(matches[0]) == _compact(gold):

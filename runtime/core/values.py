@@ -901,11 +901,11 @@ def clock_minutes(value: Any) -> int | None:
     PM", or a 24-hour "08:00" / "14:30"; None for anything else, "8:00" included (morning or
     evening?)."""
     text = str(value).strip() if isinstance(value, str) else ""
-    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?\s*([ap])\.?\s*m\.?", text, re.IGNORECASE)
+    m = _CLOCK_VALUE.fullmatch(text)
     if m:
         hour, minute = int(m.group(1)), int(m.group(2) or 0)
         if 1 <= hour <= 12 and minute < 60:
-            return (hour % 12 + (12 if m.group(3).lower() == "p" else 0)) * 60 + minute
+            return (hour % 12 + (12 if m.group(3)[0].lower() == "p" else 0)) * 60 + minute
         return None
     m = re.fullmatch(r"(\d{2}):(\d{2})", text)
     if m and int(m.group(1)) < 24 and int(m.group(2)) < 60:
@@ -1059,9 +1059,8 @@ def argument_matches(expected: Any, given: Any) -> bool:
     string of digits with a leading zero is an identifier ("007"), compared as text."""
     if is_empty(given):
         return False
-    if isinstance(expected, int | float) and not isinstance(expected, bool):
-        return extract_number(given) == float(expected)
-    if isinstance(expected, str) and _PLAIN_NUMBER.fullmatch(expected.strip()):
+    if (isinstance(expected, int | float) and not isinstance(expected, bool)) or (
+            isinstance(expected, str) and _PLAIN_NUMBER.fullmatch(expected.strip())):
         return extract_number(given) == float(expected)
     if isinstance(expected, str) and _ISO_DAY.fullmatch(expected):
         target = parse_spoken_date(expected)

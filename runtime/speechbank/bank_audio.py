@@ -135,16 +135,12 @@ def write_bank_audio(path: Path, audio: Pcm, rate: int = SAMPLE_RATE) -> BankAud
 
 # --------------------------------------------------------------------------- pauses
 
-QUIET_RMS = VOICE_RMS
-"""A 20 ms window below this RMS counts as quiet."""
-
-
 def tighten_pauses(
     audio: Pcm,
     *,
     rate: int = SAMPLE_RATE,
     window_ms: int = 20,
-    quiet_rms: float = QUIET_RMS,
+    quiet_rms: float = VOICE_RMS,
     lead_ms: int = 120,
     trail_ms: int = 200,
     max_pause_ms: int = 480,
@@ -212,7 +208,7 @@ class BankAudio:
 
 
 def longest_pause_ms(audio: Pcm, *, frame: int = FRAME_SAMPLES,
-                     quiet_rms: float = QUIET_RMS) -> int:
+                     quiet_rms: float = VOICE_RMS) -> int:
     """The longest run of quiet frames between two loud ones, in ms, over both frame phases
     (from the first sample, and half a frame later): how long a turn detector that reads
     ``frame``-sample frames may hear the speaker pause inside the utterance."""

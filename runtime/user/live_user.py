@@ -90,7 +90,6 @@ TAIL_FRAMES = 4
 utterance is transcribed speculatively while the VAD waits out its end-of-utterance quiet, so
 the decision on "yes, please submit it" is ready about when the VAD ends the utterance."""
 
-
 STALL_FRAMES = 5
 """Consecutive underruns (200 ms) after which a missing microphone counts as quiet: the device
 stalled or is gone. Fewer are audio that is late, not a pause (see ``next_frame``)."""
