@@ -157,19 +157,25 @@ def _build_banks(selected: list[TaskSpec], engine: TTSEngine, force: bool,
     from runtime.speechbank.bank import TTSError, build_bank
 
     total = sum(len(plan.realizations) for task in selected for plan in task.plans)
-    with progress_bar("bank build", "realizations", total,
-                      progress_enabled(no_progress)) as bar:
+    shown = progress_enabled(no_progress)
+    with progress_bar("bank build", "realizations", total, shown) as bar:
 
         class _TickingLog(list[str]):
-            """build_bank appends one line per realization it synthesizes: one step each."""
+            """build_bank appends one line per realization it synthesizes: one step each.
+            Without a bar each line is printed as it comes, so a long build shows that it
+            builds (and, if it fails, how far it got)."""
 
             def append(self, line: str) -> None:
                 super().append(line)
                 bar.advance()
+                if not shown:
+                    click.echo(line)
 
         done = 0
         for task in selected:
             bar.update(current=task.id)
+            if not shown:
+                click.echo(f"{task.id}: building with {engine.name}")
             log = _TickingLog()
             try:
                 manifest = build_bank(task, engine, force=force, log=log)
@@ -177,8 +183,9 @@ def _build_banks(selected: list[TaskSpec], engine: TTSEngine, force: bool,
                 _fail(str(exc))
             done += sum(len(plan.realizations) for plan in task.plans)
             bar.update(completed=done)  # the unchanged ones count as done too
-            for line in log:
-                click.echo(line)
+            if shown:
+                for line in log:
+                    click.echo(line)
             reencoded = sum(": re-encoded " in line for line in log)
             click.echo(f"{task.id}: {len(manifest.items)} realizations in bank "
                        f"({len(log) - reencoded} new, {reencoded} re-encoded)")

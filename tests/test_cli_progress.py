@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from app.cli import main
@@ -71,3 +72,24 @@ def test_progress_goes_to_stderr_and_json_stays_identical(tmp_path: Path) -> Non
         json.loads(shown.stdout)
         assert unit in shown.stderr and "2/2" in shown.stderr
         assert hidden.stderr == "" and default.stderr == ""
+
+
+def test_a_bank_build_without_a_bar_prints_each_realization_as_it_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With --no-progress a long Kokoro build used to print nothing until its end, so waiting
+    for the lock and building looked alike, and a failure hid how far it got."""
+    from runtime.speechbank import bank as bank_module
+
+    def half_build(task: object, engine: object, *, force: bool, log: list[str]) -> None:
+        log.append("apexv1_070: synthesized opening_r1 (2.1 s)")
+        raise bank_module.TTSError("espeak-ng failed on opening_r2")
+
+    monkeypatch.setattr(bank_module, "build_bank", half_build)
+    result = _cli("bank", "build", "--tasks", "apexv1_070", "--tts", "espeak", "--no-progress")
+    assert result.exit_code != 0
+    assert result.stdout.splitlines() == [
+        "apexv1_070: building with espeak-ng",
+        "apexv1_070: synthesized opening_r1 (2.1 s)",
+    ]
+    assert "espeak-ng failed on opening_r2" in result.stderr
