@@ -1286,6 +1286,12 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     ("apexv1_006", "How was the trip?", [("greet", None)]),
     ("apexv1_091", "That's everything.", [("inform", None)]),
     ("apexv1_091", "That's everything?", [("confirm", None)]),
+    # a synonym of three or more words that takes in the small talk asks after its field
+    ("apexv1_048", "How are you getting by in the meantime?", [("ask", "workaround")]),
+    ("apexv1_019", "What would be a good day to meet for the follow-up?",
+     [("ask", "follow_up_date")]),
+    ("apexv1_048", "How are you holding up?", [("greet", None)]),
+    ("apexv1_019", "Good to meet you, Marguerite.", [("greet", None)]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:

@@ -2671,7 +2671,16 @@ class SemanticActObserver:
         (an option or a rating): "How was the workload?" with a workload rating, "How are you
         travelling up?" with a travel mode, "How did it go against the sprint goal?"; not a
         name or an amount ("How's the practice today, busy?", "So how was Milwaukee, apart
-        from the hotel bill?")."""
+        from the hotel bill?"). A synonym of three or more words that takes in the small talk
+        asks after its field whatever the field holds ("How are you getting by in the
+        meantime?" with "how are you getting by" for the workaround)."""
+        talk = _SMALL_TALK.search(c.joined)
+        if talk is not None:
+            first = len(c.joined[:talk.start()].split())
+            last = first + len(talk.group(0).split())
+            if any(len(m.phrase.tokens) >= 3 and m.start < last and first < m.end
+                   for m in self._matches(c)):
+                return True
         if _APART_FROM.search(c.joined):
             return False
         return any(
