@@ -46,6 +46,14 @@ def _verdict(task: TaskSpec, field: str, text: str) -> str:
      "pump house two, crew of four, permit SWP-7719, and isolation verified.", "match"),
     ("apexv1_102", "isolation_verified", "Let me read back what I have. Work order WO-55102, "
      "pump house two, crew of four, permit SWP-7719, and isolation not verified.", "mismatch"),
+    # a code spelled out is no count: its 4 is not the household of four
+    ("apexv1_077", "household_size",
+     "So that's assignment M V 3 0 4 1 8 to Rotterdam, three people moving.", "mismatch"),
+    ("apexv1_077", "household_size",
+     "So that's assignment M V three oh four one eight to Rotterdam, three people moving.",
+     "mismatch"),
+    ("apexv1_077", "household_size",
+     "So that's assignment M V 3 0 4 1 8 to Rotterdam, four people moving.", "match"),
 ])
 def test_read_backs_in_spoken_forms(task: str, field: str, text: str, verdict: str) -> None:
     assert _verdict(TASKS[task], field, text) == verdict

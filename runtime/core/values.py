@@ -804,9 +804,30 @@ def _date_in_text(value: Any, text: str, reference: dt.date | None,
     return "mismatch"
 
 
+_SPELLED_CHAR = r"(?:[A-Za-z0-9]|zero|oh|one|two|three|four|five|six|seven|eight|nine)"
+_SPELLED_RUN = re.compile(rf"(?<![\w-])(?:{_SPELLED_CHAR}[ -]){{2,}}{_SPELLED_CHAR}(?![\w-])",
+                          re.IGNORECASE)
+_DIGIT_NAMES = {"zero", "oh", "one", "two", "three", "four", "five", "six", "seven", "eight",
+                "nine"}
+
+
+def _without_spelled_codes(text: str) -> str:
+    """``text`` without codes spelled a character at a time ("assignment M V 3 0 4 1 8",
+    "M V three oh four one eight"): their digits are no count or amount. A run of three or
+    more single characters (a digit also as its word) with a letter and a digit in it, or of
+    four or more digits."""
+    def drop(m: re.Match[str]) -> str:
+        chars = m.group(0).replace("-", " ").split()
+        digits = sum(ch.isdigit() or ch.lower() in _DIGIT_NAMES for ch in chars)
+        return " " if (digits and digits < len(chars)) or digits >= 4 else m.group(0)
+
+    return _SPELLED_RUN.sub(drop, _words_to_digits(_SPELLED_RUN.sub(drop, text)))
+
+
 def _number_in_text(value: Any, text: str, tolerance: float) -> ValueFound:
     """A number said within ``tolerance`` (round thousands also without them), for
-    ``value_in_text``."""
+    ``value_in_text``; the digits of a code spelled out are not numbers said."""
+    text = _without_spelled_codes(text)
     number = extract_number(value)
     numbers = numbers_in_text(text)
     if number is None or not numbers:
