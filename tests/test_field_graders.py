@@ -689,8 +689,17 @@ MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
      "match"),
     ("numeric_tolerance", 7400000, "Got it, contents at seven point two million now.", [],
      "mismatch"),
-    # a year said in pairs after a month is the year, not its two halves
-    ("numeric_tolerance", 26, "It started March third, twenty twenty-six.", [], "mismatch"),
+    # a year said in pairs after a month is the year, not its two halves (and a whole date
+    # says no number at all)
+    ("numeric_tolerance", 26, "It started March third, twenty twenty-six.", [], "absent"),
+    ("numeric_tolerance", 26, "Four of them, since March third, twenty twenty-six.", [],
+     "mismatch"),
+    # the day of a date is no count; a code spelled a character at a time is no number, a
+    # number read digit by digit is that number
+    ("numeric_tolerance", 11, "Four attended, due October eleventh.", [], "mismatch"),
+    ("numeric_tolerance", 4, "Assignment M V 3 0 4 1 8, three people.", [], "mismatch"),
+    ("numeric_tolerance", 6482, "So the hour meter reads six four eight two.", [], "match"),
+    ("numeric_tolerance", 6482, "So the hour meter reads six four two eight.", [], "mismatch"),
     ("numeric_tolerance", 20, "since June twenty twenty-five", [], "mismatch"),
     ("numeric_tolerance", 26, "twenty-six days since June twenty twenty-five", [], "match"),
     # a number joined to its unit

@@ -1292,6 +1292,9 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
      [("ask", "follow_up_date")]),
     ("apexv1_048", "How are you holding up?", [("greet", None)]),
     ("apexv1_019", "Good to meet you, Marguerite.", [("greet", None)]),
+    # the day of a date is no count, and a named field is the one a near value restates
+    ("apexv1_092", "Due October eleventh, got it.", [("read_back", "action_due_date")]),
+    ("apexv1_092", "Eleven, got it.", [("read_back", "attendee_count")]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:

@@ -54,6 +54,19 @@ def _verdict(task: TaskSpec, field: str, text: str) -> str:
      "mismatch"),
     ("apexv1_077", "household_size",
      "So that's assignment M V 3 0 4 1 8 to Rotterdam, four people moving.", "match"),
+    # the day of a date is no count: "October eleventh" does not confirm eleven attendees
+    ("apexv1_092", "attendee_count",
+     "So attendance was four, and the action is due October eleventh.", "mismatch"),
+    ("apexv1_092", "action_due_date", "Due October eleventh, got it.", "mismatch"),
+    ("apexv1_092", "action_due_date", "Due October first, got it.", "match"),
+    # a list read back with an item the caller cancelled is not the caller's list
+    ("apexv1_028", "services",
+     "So the services are mental health support, physiotherapy and health checks.",
+     "mismatch"),
+    ("apexv1_028", "services", "So the services are mental health support and physiotherapy.",
+     "match"),
+    ("apexv1_028", "services",
+     "So that's mental health support and physiotherapy, no health checks.", "match"),
 ])
 def test_read_backs_in_spoken_forms(task: str, field: str, text: str, verdict: str) -> None:
     assert _verdict(TASKS[task], field, text) == verdict

@@ -807,27 +807,36 @@ def _date_in_text(value: Any, text: str, reference: dt.date | None,
 _SPELLED_CHAR = r"(?:[A-Za-z0-9]|zero|oh|one|two|three|four|five|six|seven|eight|nine)"
 _SPELLED_RUN = re.compile(rf"(?<![\w-])(?:{_SPELLED_CHAR}[ -]){{2,}}{_SPELLED_CHAR}(?![\w-])",
                           re.IGNORECASE)
-_DIGIT_NAMES = {"zero", "oh", "one", "two", "three", "four", "five", "six", "seven", "eight",
-                "nine"}
+_DIGIT_NAMES = {"zero": "0", "oh": "0", "one": "1", "two": "2", "three": "3", "four": "4",
+                "five": "5", "six": "6", "seven": "7", "eight": "8", "nine": "9"}
 
 
 def _without_spelled_codes(text: str) -> str:
-    """``text`` without codes spelled a character at a time ("assignment M V 3 0 4 1 8",
-    "M V three oh four one eight"): their digits are no count or amount. A run of three or
-    more single characters (a digit also as its word) with a letter and a digit in it, or of
-    four or more digits."""
-    def drop(m: re.Match[str]) -> str:
+    """``text`` with what is spelled a character at a time read as a listener does: a code
+    with a letter in it ("assignment M V 3 0 4 1 8", "M V three oh four one eight") says no
+    number, four or more digits said one by one ("six four eight two hours") are one number.
+    A run of three or more single characters (a digit also as its word)."""
+    def read(m: re.Match[str]) -> str:
         chars = m.group(0).replace("-", " ").split()
-        digits = sum(ch.isdigit() or ch.lower() in _DIGIT_NAMES for ch in chars)
-        return " " if (digits and digits < len(chars)) or digits >= 4 else m.group(0)
+        digits = [ch if ch.isdigit() else _DIGIT_NAMES.get(ch.lower(), "") for ch in chars]
+        if all(digits) and len(digits) >= 4:
+            return f" {''.join(digits)} "
+        return " " if any(digits) and not all(digits) else m.group(0)
 
-    return _SPELLED_RUN.sub(drop, _words_to_digits(_SPELLED_RUN.sub(drop, text)))
+    return _SPELLED_RUN.sub(read, _words_to_digits(_SPELLED_RUN.sub(read, text)))
+
+
+def without_dates(text: str) -> str:
+    """``text`` (number words as digits) without the dates it states with a month or a
+    weekday: "due October eleventh" says no eleven."""
+    return _WEEKDAY_DAY.sub(" ", _DATES_IN_TEXT.sub(" ", _spoken_date_text(text)))
 
 
 def _number_in_text(value: Any, text: str, tolerance: float) -> ValueFound:
     """A number said within ``tolerance`` (round thousands also without them), for
-    ``value_in_text``; the digits of a code spelled out are not numbers said."""
-    text = _without_spelled_codes(text)
+    ``value_in_text``; the digits of a code spelled out and the day of a date are not
+    numbers said."""
+    text = without_dates(_without_spelled_codes(text))
     number = extract_number(value)
     numbers = numbers_in_text(text)
     if number is None or not numbers:

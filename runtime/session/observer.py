@@ -41,6 +41,7 @@ from runtime.core.values import (
     dates_in_text,
     numbers_in_text,
     value_in_text,
+    without_dates,
 )
 from runtime.core.values import spelled_out as _words_to_digits_text
 from runtime.session.act_model import APPROVAL_MARGIN
@@ -2788,7 +2789,8 @@ class SemanticActObserver:
             # (not "It's booked": news)
             readback += [k for k in self._small_values_said(c) if k not in readback]  # "4 people"
             if not readback and (len(_value_words(c.words)) <= 6 or recorded):
-                readback = self._near_value_field(c.text)  # "I'll put it down as one fifty-eight"
+                # "I'll put it down as one fifty-eight"
+                readback = self._near_value_field(c.text, fields)
         if not readback and not question:
             readback = self._phone_tail(c.text)  # "Zero one eight six, fixed."
         return readback
@@ -3064,22 +3066,36 @@ class SemanticActObserver:
             or sum(a != b for a, b in zip(tail, digits, strict=True)) <= 1 for tail in tails)]
         return found if len(found) == 1 else []
 
-    def _near_value_field(self, text: str) -> list[FieldKey]:
+    def _near_value_field(self, text: str,
+                          named: Sequence[FieldKey] = ()) -> list[FieldKey]:
         """The one field a restatement asked as a question is about when it names no field
         and states no caller value exactly: a value of the task's (:meth:`_recap_fields`), else
         the field whose caller value is nearest to what is said (a misheard phone number, a
-        date a month off, a name one sound off: "Rachel King, did you say?")."""
+        date a month off, a name one sound off: "Rachel King, did you say?"); among the
+        ``named`` fields first ("Due October eleventh" is the due date, whatever other date is
+        nearer)."""
         exact = self._recap_fields(text, named=False)
         if exact:
             return exact[:1]
+        if named:
+            among = self._nearest_value(text, set(named))
+            if among:
+                return among
+        return self._nearest_value(text, None)
+
+    def _nearest_value(self, text: str, among: set[FieldKey] | None) -> list[FieldKey]:
+        """For :meth:`_near_value_field`: the field (of ``among``, if given) whose caller value
+        is nearest to what ``text`` says."""
         best: tuple[float, FieldKey] | None = None
         digits = re.sub(r"\D", "", _words_to_digits_text(text))
         # a phone number's digits are no other number; "for a second" says no number
         masked = _A_MOMENT.sub(" ", _mask_phones(text))
         dates = dates_in_text(masked, self._reference)
-        numbers = numbers_in_text(masked)
+        numbers = numbers_in_text(without_dates(masked))  # "October eleventh" says no 11
         said = canonical_text(text)
         for key, spec, vals in self._recap_values:
+            if among is not None and key not in among:
+                continue
             for v in vals:
                 score: float | None = None
                 if spec.grader == "normalized_phone":

@@ -114,6 +114,12 @@ _NEGATIONS = frozenset({
 })
 
 
+_LEFT_OUT = re.compile(
+    r"\b(no|not|without|minus|except( for)?|dropp(ed|ing)|remov(ed|ing)|cancel+(ed|ing)|"
+    r"tak(en|ing) off|leav(e|ing) out|left out)\b[^,.;:!?]*", re.IGNORECASE)
+"""From a word that leaves an item out to the end of its phrase: "no health checks"."""
+
+
 def _yes_no_stated(spec: FieldSpec, value: Any, text: str
                    ) -> Literal["match", "mismatch", "absent"]:
     """A yes/no choice is restated by naming the field, affirmed or negated ("with a
@@ -364,11 +370,28 @@ class RevealPolicy:
                               restatement=True)
         if found == "absent" and spec.grader == "enum":
             found = _yes_no_stated(spec, value, text)
+        if found == "match" and self._names_a_dropped_item(spec, value, text):
+            return "mismatch"
         if found == "match":
             return "match"
         if found == "mismatch" or (act.act == "read_back" and spec.grader != "enum"):
             return "mismatch"
         return "unknown"  # a choice said in other words ("the whole office") is not judged
+
+    def _names_a_dropped_item(self, spec: FieldSpec, value: Any, text: str) -> bool:
+        """A list read back with an item the caller has taken off it ("mental health support,
+        physiotherapy and health checks" after the health checks were cancelled): every item
+        said is not the list the caller now holds."""
+        if spec.grader not in ("set_f1", "ordered_list") or spec.source.fact is None:
+            return False
+        fact = self.task.user.fact(spec.source.fact)
+        if fact is None:
+            return False
+        now = {canonical_text(item) for item in split_items(value)}
+        dropped = {item for version in fact.versions for item in split_items(version.value)
+                   if canonical_text(item) not in now}
+        kept = _LEFT_OUT.sub(" ", text)  # "..., no health checks" says it is off the list
+        return any(value_in_text("semantic", item, kept) == "match" for item in dropped)
 
     # ------------------------------------------------------------------ approval
 
