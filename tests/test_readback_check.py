@@ -67,6 +67,10 @@ def _verdict(task: TaskSpec, field: str, text: str) -> str:
      "match"),
     ("apexv1_028", "services",
      "So that's mental health support and physiotherapy, no health checks.", "match"),
+    ("apexv1_095", "new_medications",
+     "So new meds are apixaban and bisoprolol, with the furosemide stopped.", "match"),
+    ("apexv1_095", "new_medications", "So new meds are apixaban, bisoprolol and furosemide.",
+     "mismatch"),
 ])
 def test_read_backs_in_spoken_forms(task: str, field: str, text: str, verdict: str) -> None:
     assert _verdict(TASKS[task], field, text) == verdict

@@ -118,6 +118,10 @@ _LEFT_OUT = re.compile(
     r"\b(no|not|without|minus|except( for)?|dropp(ed|ing)|remov(ed|ing)|cancel+(ed|ing)|"
     r"tak(en|ing) off|leav(e|ing) out|left out)\b[^,.;:!?]*", re.IGNORECASE)
 """From a word that leaves an item out to the end of its phrase: "no health checks"."""
+_LEFT_OUT_AFTER = re.compile(
+    r"[^,.;:!?]*\b(stopped|dropped|removed|cancel+ed|taken off|coming off|came off|"
+    r"off the list)\b", re.IGNORECASE)
+"""A phrase that ends by leaving its item out: "with the furosemide stopped"."""
 
 
 def _yes_no_stated(spec: FieldSpec, value: Any, text: str
@@ -390,7 +394,8 @@ class RevealPolicy:
         now = {canonical_text(item) for item in split_items(value)}
         dropped = {item for version in fact.versions for item in split_items(version.value)
                    if canonical_text(item) not in now}
-        kept = _LEFT_OUT.sub(" ", text)  # "..., no health checks" says it is off the list
+        # "..., no health checks" or "with the furosemide stopped" says it is off the list
+        kept = _LEFT_OUT_AFTER.sub(" ", _LEFT_OUT.sub(" ", text))
         return any(value_in_text("semantic", item, kept) == "match" for item in dropped)
 
     # ------------------------------------------------------------------ approval
