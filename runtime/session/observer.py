@@ -3077,16 +3077,14 @@ class SemanticActObserver:
         exact = self._recap_fields(text, named=False)
         if exact:
             return exact[:1]
-        if named:
-            among = self._nearest_value(text, set(named))
-            if among:
-                return among
-        return self._nearest_value(text, None)
+        near = self._value_distances(text)
+        picked = [d for d in near if d[1] in named] or near
+        return [min(picked, key=lambda d: d[0])[1]] if picked else []  # the first nearest
 
-    def _nearest_value(self, text: str, among: set[FieldKey] | None) -> list[FieldKey]:
-        """For :meth:`_near_value_field`: the field (of ``among``, if given) whose caller value
-        is nearest to what ``text`` says."""
-        best: tuple[float, FieldKey] | None = None
+    def _value_distances(self, text: str) -> list[tuple[float, FieldKey]]:
+        """For :meth:`_near_value_field`: how far what ``text`` says is from each caller value
+        it comes near (under 0.5), in the task's order."""
+        out: list[tuple[float, FieldKey]] = []
         digits = re.sub(r"\D", "", _words_to_digits_text(text))
         # a phone number's digits are no other number; "for a second" says no number
         masked = _A_MOMENT.sub(" ", _mask_phones(text))
@@ -3094,8 +3092,6 @@ class SemanticActObserver:
         numbers = numbers_in_text(without_dates(masked))  # "October eleventh" says no 11
         said = canonical_text(text)
         for key, spec, vals in self._recap_values:
-            if among is not None and key not in among:
-                continue
             for v in vals:
                 score: float | None = None
                 if spec.grader == "normalized_phone":
@@ -3119,9 +3115,9 @@ class SemanticActObserver:
                         score = 0.1
                 elif isinstance(v, str | list) and not re.search(r"\d", str(v)):
                     score = _near_words(v, said)
-                if score is not None and score < 0.5 and (best is None or score < best[0]):
-                    best = (score, key)
-        return [best[1]] if best else []
+                if score is not None and score < 0.5:
+                    out.append((score, key))
+        return out
 
     def _word_values_said(self, c: _Clause) -> list[FieldKey]:
         """Fields of :attr:`_word_valued` whose option or one-word value the clause says
