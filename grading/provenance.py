@@ -18,6 +18,7 @@ Pure: task spec and event log in, one line per shortcut out (with the write behi
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -130,7 +131,11 @@ def shortcut_writes(task: TaskSpec, events: Sequence[Event]) -> list[tuple[str, 
                 # reveals none of them.
                 dated = spec.type == "date" or "date" in spec.grader
                 seen = texts if spec.grader == "enum" else [
-                    task.context, *([today] if dated else []), *texts]
+                    *_context_for(task, spec), *([today] if dated else []), *texts]
+                if _polar(spec, value):
+                    # "Yes" answers whatever was asked: a caller's yes or no reveals this
+                    # field only in words that name it ("yes, the call button passed")
+                    seen = [t for t in seen if _names_field(spec, t)]
                 if spec.source.fact is None:
                     seen = [*seen, *documents]
                 if _available(task, spec, value, revealed, seen, retrieved):
@@ -142,6 +147,35 @@ def shortcut_writes(task: TaskSpec, events: Sequence[Event]) -> list[tuple[str, 
                     "tool result had revealed it", ev,
                 ))
     return out
+
+
+_POLAR = frozenset({"yes", "no"})
+
+
+def _polar(spec: FieldSpec, value: Any) -> bool:
+    """A yes-or-no enum field: its value is said in any answer to any question."""
+    return spec.grader == "enum" and str(value).strip().lower() in _POLAR and set(
+        o.strip().lower() for o in spec.options) <= _POLAR | {"not sure", "unknown"}
+
+
+def _names_field(spec: FieldSpec, text: str) -> bool:
+    """``text`` names the field: its label, a synonym or its name, as whole words (a
+    plural too)."""
+    said = " " + " ".join(re.findall(r"[a-z0-9']+", text.lower().replace("_", " "))) + " "
+    for phrase in (spec.label, spec.name.replace("_", " "), *spec.synonyms):
+        words = re.findall(r"[a-z0-9']+", phrase.lower())
+        if words and re.search(r"\b" + r" ".join(map(re.escape, words)) + r"s?\b", said):
+            return True
+    return False
+
+
+def _context_for(task: TaskSpec, spec: FieldSpec) -> list[str]:
+    """What of the task context can reveal the field: all of it, except for a number, only
+    the clauses that name the field ("room ids look like two letters and a number" tells
+    nobody the recheck time is 2 hours)."""
+    if spec.grader != "numeric_tolerance":
+        return [task.context]
+    return [c for c in re.split(r"[.;:()\n]|, ", task.context) if _names_field(spec, c)]
 
 
 def _available(

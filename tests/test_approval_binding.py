@@ -166,6 +166,25 @@ CASES = [
     ('apexv1_010', 'Can I submit your contractor badge request?', True),
     ('apexv1_100', 'Shall I submit the Facilities budget plan?', True),
     ('apexv1_001', 'Can I submit the updated enrollment now?', True),
+    # Set 5 (2026-12-05): leave asked by name ("your consent", "your permission") for a step
+    # a field of the task is about, found by the writer of apexv1_033 (records consent); the
+    # rules bound each to the referral's submission. Natural approvals with the same words
+    # stay approvals.
+    ('apexv1_033', 'Do you consent to sharing your records with the specialist?', False),
+    ('apexv1_033', 'Do you consent to us sharing your records?', False),
+    ('apexv1_033', 'Do I have your consent to send the notes to the specialist?', False),
+    ('apexv1_033', 'Do I have your consent to pass your medical records to the specialist?',
+     False),
+    ('apexv1_033', 'Do you agree to let the specialist see your notes?', False),
+    ('apexv1_033', 'Do I have your consent to submit the referral?', True),
+    ('apexv1_033', 'Do you consent to the referral going to Cedar Ridge?', True),
+    ('apexv1_033', 'Do I have your permission to go ahead?', True),
+    ('apexv1_033', 'Do I have your okay to send it off?', True),
+    ('apexv1_033', 'Do I have your okay to get this referral over to the specialist?', True),
+    ('apexv1_001', 'Do I have your permission to submit the enrollment as it stands?', True),
+    ('apexv1_064', 'Do I have your okay to book the appointment?', True),
+    ('apexv1_070', 'Do you consent to me putting the leave request in now?', True),
+    ('apexv1_100', 'Can I get your approval to hand the plan in to finance?', True),
 ]
 
 
@@ -177,3 +196,16 @@ def test_approval_only_for_the_gated_action(task: str, text: str, approval: bool
         assert set(got) == {TASKS[task].authorization[0].action}, acts
     else:
         assert got == [], acts
+
+
+@pytest.mark.parametrize("text", [
+    "Do you consent to sharing your records with the specialist?",
+    "Do you consent to us sharing your records?",
+    "Do you agree to let the specialist see your notes?",
+    "Do I have your consent to send the notes to the specialist?",
+])
+def test_consent_for_a_step_asks_its_field(text: str) -> None:
+    """Leave asked for the step a field is about asks that field, so the caller says it."""
+    acts = SemanticActObserver(TASKS["apexv1_033"]).observe(text)
+    assert [(a.act, a.field) for a in acts] in (
+        [("ask", "records_consent")], [("confirm", "records_consent")]), acts

@@ -702,6 +702,14 @@ MIC_OPTIONS = ["built-in microphone", "USB headset", "Bluetooth headset"]
     ("numeric_tolerance", 6482, "So the hour meter reads six four two eight.", [], "mismatch"),
     ("numeric_tolerance", 20, "since June twenty twenty-five", [], "mismatch"),
     ("numeric_tolerance", 26, "twenty-six days since June twenty twenty-five", [], "match"),
+    # a time of day is no count: a wrong seat count read back beside the 1:30 PM slot is
+    # wrong (it was heard as thirty, apexv1_061); a bare pair may be an amount
+    ("numeric_tolerance", 30, "Twenty seats, starting at 1:30 PM.", [], "mismatch"),
+    ("numeric_tolerance", 30, "Twenty seats, starting at one thirty p.m.", [], "mismatch"),
+    ("numeric_tolerance", 30, "Thirty seats at the 10:00 AM slot.", [], "match"),
+    ("numeric_tolerance", 9, "Twelve people, nine o'clock start.", [], "mismatch"),
+    ("numeric_tolerance", 2, "Half past two, three rooms.", [], "mismatch"),
+    ("numeric_tolerance", 150, "one fifty for the deposit", [], "match"),
     # a number joined to its unit
     ("numeric_tolerance", 3, "on a three-year term", [], "match"),
     ("numeric_tolerance", 25, "twenty-five seats", [], "match"),

@@ -1295,6 +1295,20 @@ def test_rules_of_the_eighth_round(task_id: str, text: str,
     # the day of a date is no count, and a named field is the one a near value restates
     ("apexv1_092", "Due October eleventh, got it.", [("read_back", "action_due_date")]),
     ("apexv1_092", "Eleven, got it.", [("read_back", "attendee_count")]),
+    # a proposal naming a yes-or-no field asks the caller's decision (it was an offer the
+    # caller took or left without saying the field, apexv1_115); something sent to the caller
+    # is still an extra
+    ("apexv1_115", "Should I plan a public status page post?", [("ask", "status_page_post")]),
+    ("apexv1_115", "Would you like me to put up a status page update?",
+     [("ask", "status_page_post")]),
+    ("apexv1_033", "Should I share your records with the specialist?",
+     [("ask", "records_consent")]),
+    ("apexv1_115", "Want me to send you the status page template?", [("offer", None)]),
+    ("apexv1_033", "Can I send you a copy of the notes?", [("offer", None)]),
+    # a time of day is no count a near value restates (the 30 of "1:30 PM" was read as a
+    # read-back of 30 seats)
+    ("apexv1_061", "The sessions start at 1:30 PM.", [("inform", None)]),
+    ("apexv1_061", "So that's the 1:30 PM slot.", [("read_back", "start_time")]),
 ])
 def test_rules_of_the_later_rounds(task_id: str, text: str,
                                    expected: list[tuple[str, str | None]]) -> None:

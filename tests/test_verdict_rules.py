@@ -22,6 +22,7 @@ from runtime.core.events import (
     ToolResult,
     UserPlanEvent,
     UserSpeechEnd,
+    UserSpeechStart,
     read_events,
 )
 from runtime.core.spec import PredUpdatedAfter, agent_instructions, find_task
@@ -106,6 +107,42 @@ def test_the_reference_date_reveals_dates_not_the_numbers_in_it() -> None:
     early = grade_events(task, _seq([write, SessionEnd(reason="agent_hangup")]))
     assert any("invalid shortcut: report_1.days_signed_off" in r
                for r in early.gate_reasons.get("PV", [])), early.gate_reasons
+
+
+def test_a_yes_to_something_else_reveals_no_yes_no_field() -> None:
+    """apexv1_105: the caller's "Yes, that's me" does not tell the agent the call button
+    passed its test; a yes said about the button, or the answer to the question for it,
+    does."""
+    task = find_task("apexv1_105")
+    write = ArtifactUpdate(artifact_id="rc_1", version=1, lifecycle="DRAFT",
+                           changed=["call_button_tested"], fields={"call_button_tested": "yes"})
+
+    def flagged(*before: Event) -> bool:
+        graded = grade_events(task, _seq([*[e.model_copy() for e in before], write.model_copy(),
+                                          SessionEnd(reason="agent_hangup")]))
+        return any("rc_1.call_button_tested" in r for r in graded.gate_reasons.get("PV", []))
+
+    def said(text: str) -> UserSpeechStart:
+        return UserSpeechStart(plan_id="p", realization_id="r", text=text, duration_ms=900)
+
+    assert flagged(said("Yes, that's me, Dana from the front."))
+    assert not flagged(said("Yes, the call button lit up the front desk panel."))
+    assert not flagged(UserPlanEvent(plan_id="ans_button", intent="answer", trigger="ask",
+                                     facts=["call_button_tested@1"]))
+
+
+def test_a_number_in_the_context_reveals_only_the_field_it_is_about() -> None:
+    """The context's "room ids look like two letters and a number" is no recheck time of 2
+    hours (apexv1_105), and its "1:30 PM" slot no 30 seats a session (apexv1_061); the
+    document and the caller's answer are where they come from."""
+    for task_id, artifact, name, value in (("apexv1_105", "rc_1", "recheck_hours", 2),
+                                           ("apexv1_061", "sched_1", "seats_per_session", 30)):
+        task = find_task(task_id)
+        write = ArtifactUpdate(artifact_id=artifact, version=1, lifecycle="DRAFT",
+                               changed=[name], fields={name: value})
+        graded = grade_events(task, _seq([write, SessionEnd(reason="agent_hangup")]))
+        assert any(f"invalid shortcut: {artifact}.{name}" in r
+                   for r in graded.gate_reasons.get("PV", [])), (task_id, graded.gate_reasons)
 
 
 def test_a_lookup_of_the_callers_record_reveals_their_details() -> None:

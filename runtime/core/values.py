@@ -832,11 +832,26 @@ def without_dates(text: str) -> str:
     return _WEEKDAY_DAY.sub(" ", _DATES_IN_TEXT.sub(" ", _spoken_date_text(text)))
 
 
+_CLOCK_SAID = re.compile(
+    r"\b\d{1,2}:\d{2}(?:\s?[ap]\.?m\b\.?)?"
+    r"|(?<![\d:.,])\b\d{1,2}(?: 0 \d| \d{2})? ?(?:[ap]\.?m\b\.?|o'?clock\b)"
+    r"|\b(?:half|quarter) (?:past|after|to) \d{1,2}\b",
+    re.IGNORECASE)
+"""A time of day said as one ("1:30 PM", "1 30 p.m.", "nine o'clock", "half past 2")."""
+
+
+def without_times(text: str) -> str:
+    """``text`` (number words as digits) without the times of day it states as such: "the
+    1:30 PM slot" says no thirty, "at 9 AM" no nine. A bare pair ("one fifty") stays, since it
+    may be an amount."""
+    return _CLOCK_SAID.sub(" ", text)
+
+
 def _number_in_text(value: Any, text: str, tolerance: float) -> ValueFound:
     """A number said within ``tolerance`` (round thousands also without them), for
-    ``value_in_text``; the digits of a code spelled out and the day of a date are not
-    numbers said."""
-    text = without_dates(_without_spelled_codes(text))
+    ``value_in_text``; the digits of a code spelled out, the day of a date and a time of day
+    are not numbers said."""
+    text = without_times(without_dates(_without_spelled_codes(text)))
     number = extract_number(value)
     numbers = numbers_in_text(text)
     if number is None or not numbers:

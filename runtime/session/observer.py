@@ -42,6 +42,7 @@ from runtime.core.values import (
     numbers_in_text,
     value_in_text,
     without_dates,
+    without_times,
 )
 from runtime.core.values import spelled_out as _words_to_digits_text
 from runtime.session.act_model import APPROVAL_MARGIN
@@ -428,6 +429,16 @@ _EXTRA_SENT = re.compile(r"\b(a copy|copies|sent|emailed|texted|mailed|forwarded
                          r"too|also)$|\ba copy of\b|\b(sent|emailed|texted|mailed|forwarded) "
                          r"(to|over to) (you|your (inbox|email|phone))\b")
 """Something sent to the caller besides the work: an extra offered."""
+_DECISION_AFTER = frozenset({
+    "with", "to", "for", "from", "at", "on", "in", "by", "as", "so", "and", "or", "too",
+    "now", "today", "then", "first", "again", "also", "please", "if", "before", "after",
+    "while", "this", "that", "the", "a", "an", "your", "my", "our", "their", "his", "her",
+    "it", "them", "him", "you", "me", "us", "out", "up", "over", "publicly", "yet", "right",
+})
+"""What may follow a field's words when they name the field itself, not a modifier: a
+preposition, a conjunction, an adverb or the start of another phrase."""
+_SENT_TO_CALLER = re.compile(r"\b(send|email|e mail|text|forward|mail|give|get) (you|me)\b")
+"""A thing for the caller ("send you the status page template"), not what the work holds."""
 _NEWS_CLAUSE = _rx(
     r"^(i have |i|we have |we )(just )?(marked|set|flagged) (it|this|the \w+|your \w+)( as)? "
     r"(ready|complete|done)\b",
@@ -636,6 +647,16 @@ _APPROVAL_EXPLICIT_S = _rx(
     r"\b(last|final|only|next) (step|thing)( left| needed| i need)? is your (go ahead|approval|"
     r"permission|ok|okay|say so|sign off|green light)\b",
 )
+
+_LEAVE_FOR_STEP = re.compile(
+    r"\b((approval|permission|authorization|authorisation|consent) (to|for)|(consent|agree) to)"
+    r" (?P<rest>.+)$")
+"""Leave asked by name, followed by the step it is for ("OK to ..." and "go-ahead to ..." are
+the generic frames of the gated action: not here)."""
+_LEAVE_STEP_SUBJECT = frozenset({"me", "us", "i", "we", "my", "our", "the", "them"})
+"""Who takes the step ("consent to us sharing ...")."""
+_STEP_END = frozenset({"with", "to", "for", "from", "at", "on", "in", "by", "so", "and", "before"})
+"""Where the step's own words end ("sharing your records | with the specialist")."""
 
 _SUGGESTION = re.compile(
     r"^(how about (i|we|me|us)|why do not (i|we)|what if (i|we)|how would you feel about (me|us|"
@@ -2501,7 +2522,11 @@ class SemanticActObserver:
         if proposal and self._field_not_leave(c, fields):
             proposal = False
         stated = self._valued_fields(c.text)
-        if proposal or self._offers(c, fields, stated):
+        if question and self._decision_named(c) and not (
+                _EXTRA_SENT.search(c.joined) or _SENT_TO_CALLER.search(c.joined)):
+            proposal = False  # "Should I plan a public status page post?": the caller's yes
+            #                   or no is the field's value, no offer to take or leave
+        elif proposal or self._offers(c, fields, stated):
             return [*summary, Act(act="offer", text=c.text)]
 
         if _CLOSE_ANY.search(c.joined) or (not question and _CLOSE.search(c.joined)):
@@ -2553,6 +2578,23 @@ class SemanticActObserver:
             act="request_approval", action=rule.action, artifact=rule.artifact,
             text=c.text,
         )
+
+    def _decision_named(self, c: _Clause) -> bool:
+        """The clause names a yes-or-no field as a thing of its own, not as the modifier of
+        another ("a status page post", but not "the red tag procedure" for a red-tag field)."""
+        for m in self._matches(c):
+            if not any(self._is_yes_no(k) for k in m.phrase.fields):
+                continue
+            after = c.words[m.end] if m.end < len(c.words) else ""
+            if not after or after in _DECISION_AFTER:
+                return True
+        return False
+
+    def _is_yes_no(self, key: FieldKey) -> bool:
+        """A field whose value is a yes or a no (a decision the caller makes)."""
+        spec = self._specs.get(key)
+        return spec is not None and spec.grader == "enum" and bool(spec.options) and {
+            o.strip().lower() for o in spec.options} <= {"yes", "no"}
 
     def _field_not_leave(self, c: _Clause, fields: list[FieldKey]) -> bool:
         """A proposal that names a field asks that field, not leave for an action."""
@@ -2956,6 +2998,7 @@ class SemanticActObserver:
         stems = set(c.stems)
         foreign_anywhere = bool(stems & (_FOREIGN_OBJECT - {"note", "call", "card"}
                                          - self._artifact_words))
+        refused = False  # a gated verb of the agent's with another thing as its object
         for i, x in enumerate(w):
             seqs = [q for q in self._gated.get(x, ()) if tuple(w[i:i + len(q)]) == q]
             if not seqs or _noun_use(w, i):
@@ -2977,9 +3020,15 @@ class SemanticActObserver:
             rule = self._pick(declared or self._rules, obj)
             if rule is not None:
                 return rule
+            refused = refused or bool(obj & (_FOREIGN_OBJECT - {"another"} - self._artifact_words))
         generic = _generic_proceed(c.joined)
         if (generic or _PROCEED_ONLY.search(c.joined)
                 or _APPROVAL_EXPLICIT_Q.search(c.joined) or _APPROVAL_EXPLICIT_S.search(c.joined)):
+            if refused:
+                return None  # "Do I have your consent to send the notes to the specialist?":
+                #              leave for sending the notes, not the referral
+            if self._leave_for_a_field(c):
+                return None
             if generic and foreign_anywhere:  # the verb itself is no object ("pass it along")
                 verb = _stem(generic.group(0).split()[0])
                 foreign_anywhere = bool((stems - {verb}) & (
@@ -2999,6 +3048,26 @@ class SemanticActObserver:
             if len(self._rules) == 1:
                 return self._rules[0].rule
         return None
+
+    def _leave_for_a_field(self, c: _Clause) -> bool:
+        """Leave asked by name for a step of another verb that a field of the task is about
+        ("Do you consent to sharing your records with the specialist?" asks the records
+        consent field), not for the gated action; the artifact named keeps it an approval."""
+        m = _LEAVE_FOR_STEP.search(c.joined)
+        if m is None:
+            return False
+        w = m.group("rest").split()
+        while w and w[0] in _LEAVE_STEP_SUBJECT:
+            w = w[1:]
+        if not w or w[0] in _FRAME_FILLER | _PROCEED | _OBJECT_SKIP | {"move"} or (
+                self._has_gated(w)):
+            return False  # "... to go ahead", "... to put the request in": the gated action
+        step = list(itertools.takewhile(lambda x: x not in _STEP_END, w))
+        # the field is named in the leave and its step, not elsewhere in the sentence ("Now
+        # that the end date's fixed, ...")
+        leave = _words(c.joined[m.start():])  # the leave word may name the field ("consent")
+        return bool(self._fields(_Clause.of(" ".join(leave), leave, False, []))) and not (
+            {_stem(x) for x in step} & (self._artifact_words - _GENERIC_OBJECT))
 
     @staticmethod
     def _agent_does(w: list[str], i: int) -> bool:
@@ -3089,7 +3158,8 @@ class SemanticActObserver:
         # a phone number's digits are no other number; "for a second" says no number
         masked = _A_MOMENT.sub(" ", _mask_phones(text))
         dates = dates_in_text(masked, self._reference)
-        numbers = numbers_in_text(without_dates(masked))  # "October eleventh" says no 11
+        # "October eleventh" says no 11, "the 1:30 PM slot" no 30
+        numbers = numbers_in_text(without_times(without_dates(masked)))
         said = canonical_text(text)
         for key, spec, vals in self._recap_values:
             for v in vals:
