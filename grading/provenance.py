@@ -127,17 +127,7 @@ def shortcut_writes(task: TaskSpec, events: Sequence[Event]) -> list[tuple[str, 
                     continue
                 if not any(matches(task, spec, h, value) for h in _hidden_values(task, spec)):
                     continue  # a wrong value, not a hidden one
-                # The context lists an enum's options ("P1, P2 or P3"): naming every option
-                # reveals none of them.
-                dated = spec.type == "date" or "date" in spec.grader
-                seen = texts if spec.grader == "enum" else [
-                    *_context_for(task, spec), *([today] if dated else []), *texts]
-                if _polar(spec, value):
-                    # "Yes" answers whatever was asked: a caller's yes or no reveals this
-                    # field only in words that name it ("yes, the call button passed")
-                    seen = [t for t in seen if _names_field(spec, t)]
-                if spec.source.fact is None:
-                    seen = [*seen, *documents]
+                seen = _texts_that_reveal(task, spec, value, texts, documents, today)
                 if _available(task, spec, value, revealed, seen, retrieved):
                     continue
                 flagged.add(key)
@@ -147,6 +137,25 @@ def shortcut_writes(task: TaskSpec, events: Sequence[Event]) -> list[tuple[str, 
                     "tool result had revealed it", ev,
                 ))
     return out
+
+
+def _texts_that_reveal(task: TaskSpec, spec: FieldSpec, value: Any, texts: list[str],
+                      documents: list[str], today: str) -> list[str]:
+    """The texts seen so far that may reveal ``value`` for the field: the caller's words and
+    lookups, the context (its reference date for a date field) and, for a field that is not
+    the caller's own, the documents returned."""
+    # The context lists an enum's options ("P1, P2 or P3"): naming every option reveals none
+    # of them.
+    dated = spec.type == "date" or "date" in spec.grader
+    seen = texts if spec.grader == "enum" else [
+        *_context_for(task, spec), *([today] if dated else []), *texts]
+    if _polar(spec, value):
+        # "Yes" answers whatever was asked: a caller's yes or no reveals this field only in
+        # words that name it ("yes, the call button passed")
+        seen = [t for t in seen if _names_field(spec, t)]
+    if spec.source.fact is None:
+        seen = [*seen, *documents]
+    return seen
 
 
 _POLAR = frozenset({"yes", "no"})
